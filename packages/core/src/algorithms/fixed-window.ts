@@ -1,0 +1,24 @@
+import { admitted, denied, type Transition } from './outcome.js'
+
+/** Count in the current window, which is aligned to multiples of the window since the epoch. */
+export interface FixedWindowState {
+  readonly start: number
+  readonly count: number
+}
+
+/**
+ * Admits while count + cost ≤ limit within the aligned window. Across a boundary a client can
+ * get up to 2 × limit in a short span (the end of one window and the start of the next); use
+ * sliding-window or gcra where that matters.
+ */
+export const fixedWindow: Transition<FixedWindowState> = (state, now, policy, cost) => {
+  const { limit, window } = policy
+  const start = now - (now % window)
+  const count = state !== undefined && state.start === start ? state.count : 0
+  const windowLeft = start + window - now
+  if (count + cost > limit) {
+    return { state: state as FixedWindowState, outcome: denied(limit - count, windowLeft, windowLeft) }
+  }
+  const next = count + cost
+  return { state: { start, count: next }, outcome: admitted(limit - next, next === 0 ? 0 : windowLeft) }
+}

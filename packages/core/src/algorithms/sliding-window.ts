@@ -1,0 +1,84 @@
+import { admitted, ceilMs, denied, floorUnits, type Transition } from './outcome.js'
+
+/**
+ * Counts of the last `precision + 1` sub-windows, oldest first, the last being the one that
+ * contains `start`. With precision 1 this is Cloudflare's previous/current counter pair.
+ */
+export interface SlidingWindowState {
+  readonly start: number
+  readonly counts: readonly number[]
+}
+
+/**
+ * Estimates the count over the last window as the full sub-windows inside it plus the oldest
+ * sub-window weighted by the part of it still inside (traffic assumed even within it).
+ * Admits while estimate + cost ≤ limit.
+ */
+export const slidingWindow: Transition<SlidingWindowState> = (state, now, policy, cost) => {
+  const { limit, precision } = policy
+  const size = policy.window / precision
+  const start = now - (now % size)
+  const counts = shifted(state, start, size, precision)
+  const left = start + size - now
+  const estimate = estimateOf(counts, left, size)
+
+  if (estimate + cost > limit + 1e-9) {
+    const wait = timeUntilBelow(counts, left, size, estimate + cost - limit)
+    return {
+      state: state as SlidingWindowState,
+      outcome: denied(floorUnits(limit - estimate), resetAfterOf(counts, left, size), wait),
+    }
+  }
+  if (cost === 0) {
+    return {
+      state: state as SlidingWindowState,
+      outcome: admitted(floorUnits(limit - estimate), resetAfterOf(counts, left, size)),
+    }
+  }
+  const nextCounts = counts.slice()
+  nextCounts[precision] = (nextCounts[precision] as number) + cost
+  return {
+    state: { start, counts: nextCounts },
+    outcome: admitted(floorUnits(limit - estimate - cost), resetAfterOf(nextCounts, left, size)),
+  }
+}
+
+function shifted(state: SlidingWindowState | undefined, start: number, size: number, precision: number): number[] {
+  const counts = new Array<number>(precision + 1).fill(0)
+  if (state === undefined) return counts
+  const shift = (start - state.start) / size
+  for (let i = shift; i <= precision; i++) counts[i - shift] = state.counts[i] as number
+  return counts
+}
+
+/** `left` is the time until the current sub-window ends; the oldest one is that fraction inside. */
+function estimateOf(counts: readonly number[], left: number, size: number): number {
+  let sum = ((counts[0] as number) * left) / size
+  for (let i = 1; i < counts.length; i++) sum += counts[i] as number
+  return sum
+}
+
+/**
+ * The estimate falls linearly while the oldest sub-window slides out, then the next one starts
+ * sliding out: walk those segments until `excess` has drained.
+ */
+function timeUntilBelow(counts: readonly number[], left: number, size: number, excess: number): number {
+  let elapsed = 0
+  let need = excess
+  for (let i = 0; i < counts.length; i++) {
+    const count = counts[i] as number
+    const span = i === 0 ? left : size
+    const drop = (count * span) / size
+    if (count > 0 && drop >= need - 1e-9) return ceilMs(elapsed + (need * size) / count)
+    need -= drop
+    elapsed += span
+  }
+  return ceilMs(elapsed)
+}
+
+function resetAfterOf(counts: readonly number[], left: number, size: number): number {
+  for (let i = counts.length - 1; i >= 0; i--) {
+    if ((counts[i] as number) > 0) return i === 0 ? left : left + i * size
+  }
+  return 0
+}

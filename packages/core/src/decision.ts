@@ -1,0 +1,91 @@
+import type { Outcome } from './algorithms/index.js'
+import type { AlgorithmName, Policy } from './policy.js'
+
+/** One policy's part of a decision. Times are whole milliseconds from now. */
+export interface PolicyDecision {
+  readonly name: string
+  readonly algorithm: AlgorithmName
+  readonly limit: number
+  readonly window: number
+  readonly allowed: boolean
+  readonly remaining: number
+  readonly resetAfter: number
+  readonly retryAfter: number
+  readonly delay: number
+}
+
+/**
+ * Who answered: the primary store, the fallback store after the primary failed, or the
+ * `onStoreError` policy ('allow' or 'deny') with no store at all.
+ */
+export type DecisionSource = 'store' | 'fallback' | 'error'
+
+export interface Decision {
+  readonly allowed: boolean
+  /** `limit`, `remaining` and `resetAfter` describe the binding policy: the one that denied, or the one closest to exhaustion. */
+  readonly limit: number
+  readonly remaining: number
+  readonly resetAfter: number
+  /** 0 when allowed, else the time until the same request could succeed. */
+  readonly retryAfter: number
+  /** Shaping: how long to hold an admitted request before it proceeds (0 = go now). */
+  readonly delay: number
+  /** One entry per policy, in the order given. */
+  readonly policies: readonly PolicyDecision[]
+  /** The key the decision is for. */
+  readonly key: string
+  readonly source: DecisionSource
+  /** The store's error, when `source` is not 'store'. */
+  readonly error?: unknown
+}
+
+export function toDecision(
+  key: string,
+  policies: readonly Policy[],
+  outcomes: readonly Outcome[],
+  source: DecisionSource,
+  error?: unknown,
+): Decision {
+  const entries: PolicyDecision[] = new Array(policies.length)
+  let allowed = true
+  let binding = 0
+  let retryAfter = 0
+  let delay = 0
+  for (let i = 0; i < policies.length; i++) {
+    const policy = policies[i] as Policy
+    const outcome = outcomes[i] as Outcome
+    entries[i] = {
+      name: policy.name,
+      algorithm: policy.algorithm,
+      limit: policy.limit,
+      window: policy.window,
+      allowed: outcome.allowed,
+      remaining: outcome.remaining,
+      resetAfter: outcome.resetAfter,
+      retryAfter: outcome.retryAfter,
+      delay: outcome.delay,
+    }
+    if (outcome.delay > delay) delay = outcome.delay
+    const current = outcomes[binding] as Outcome
+    if (!outcome.allowed) {
+      if (allowed || outcome.retryAfter > retryAfter) binding = i
+      allowed = false
+      if (outcome.retryAfter > retryAfter) retryAfter = outcome.retryAfter
+    } else if (allowed && outcome.remaining < current.remaining) {
+      binding = i
+    }
+  }
+  const chosen = entries[binding] as PolicyDecision
+  const decision: Decision = {
+    allowed,
+    limit: chosen.limit,
+    remaining: chosen.remaining,
+    resetAfter: chosen.resetAfter,
+    retryAfter,
+    delay: allowed ? delay : 0,
+    policies: entries,
+    key,
+    source,
+  }
+  return error === undefined ? decision : { ...decision, error }
+}

@@ -1,0 +1,183 @@
+import type { Outcome } from './algorithms/index.js'
+import { type Decision, type DecisionSource, toDecision } from './decision.js'
+import { toMilliseconds } from './duration.js'
+import { ConfigError, StoreTimeoutError } from './errors.js'
+import { MemoryStore } from './memory-store.js'
+import {
+  capacityOf,
+  type Policy,
+  type PolicyInput,
+  type PolicySet,
+  parsePolicies,
+  supportsShaping,
+  withMaxDelay,
+} from './policy.js'
+import type { Awaitable, Store } from './store.js'
+
+export interface LimiterOptions {
+  /** One policy or several, all enforced together: `['100/min', '2/s']`. */
+  limits: PolicyInput | readonly PolicyInput[]
+  /** Default: a new `MemoryStore`. */
+  store?: Store
+  /**
+   * When the store throws, rejects or times out: `'allow'` (default; keep serving), `'deny'`,
+   * or another store to decide instead (e.g. a MemoryStore behind Redis).
+   */
+  onStoreError?: 'allow' | 'deny' | Store
+  /** Milliseconds to wait for an asynchronous store. Default 1000. */
+  timeout?: number | string
+  /** Shaping budget for every gcra and token-bucket policy that does not set its own. */
+  maxDelay?: number | string
+}
+
+export interface ConsumeOptions {
+  /** Units this request takes. Default 1. */
+  cost?: number
+}
+
+export interface Limiter {
+  readonly policies: readonly Policy[]
+  /** Decides and, if admitted, takes `cost` from every policy. Never rejects for "limited". */
+  consume(key: string, options?: ConsumeOptions): Promise<Decision>
+  /** What `consume` with cost 1 would decide, consuming nothing. */
+  peek(key: string): Promise<Decision>
+  reset(key: string): Promise<void>
+}
+
+/** How long a request denied by `onStoreError: 'deny'` is told to wait. */
+const DENY_ON_ERROR_RETRY_MS = 1000
+
+export function createLimiter(options: LimiterOptions): Limiter {
+  if (options === null || typeof options !== 'object') {
+    throw new ConfigError('options', options, 'must be an object such as { limits: ["100/min"] }')
+  }
+  const set = withLimiterMaxDelay(parsePolicies(options.limits), options.maxDelay)
+  const store = options.store ?? new MemoryStore()
+  assertStore('store', store, 'must be a store with consume, peek and reset methods')
+  const onStoreError = options.onStoreError ?? 'allow'
+  if (onStoreError !== 'allow' && onStoreError !== 'deny') {
+    assertStore('onStoreError', onStoreError, "must be 'allow', 'deny' or a fallback store")
+  }
+  const timeout = toMilliseconds('timeout', options.timeout ?? 1000)
+  const maxCost = Math.min(...set.policies.map(capacityOf))
+  const { policies } = set
+
+  const onFailure = async (
+    key: string,
+    error: unknown,
+    ask: (fallback: Store) => Awaitable<readonly Outcome[]>,
+  ): Promise<Decision> => {
+    if (typeof onStoreError === 'object') {
+      try {
+        return toDecision(key, policies, await settle(ask(onStoreError), timeout), 'fallback', error)
+      } catch (fallbackError) {
+        return failed(
+          key,
+          policies,
+          false,
+          'error',
+          new AggregateError([error, fallbackError], 'the store and the fallback store both failed'),
+        )
+      }
+    }
+    return failed(key, policies, onStoreError === 'allow', 'error', error)
+  }
+
+  const run = async (key: string, ask: (store: Store) => Awaitable<readonly Outcome[]>): Promise<Decision> => {
+    try {
+      return toDecision(key, policies, await settle(ask(store), timeout), 'store')
+    } catch (error) {
+      return onFailure(key, error, ask)
+    }
+  }
+
+  return {
+    policies,
+    consume(key, consumeOptions) {
+      const cost = consumeOptions?.cost ?? 1
+      if (typeof key !== 'string') return Promise.reject(keyError(key))
+      if (!Number.isSafeInteger(cost) || cost < 1 || cost > maxCost) {
+        return Promise.reject(
+          new ConfigError(
+            'cost',
+            cost,
+            `must be a whole number from 1 to ${maxCost} (the most these limits can ever admit at once)`,
+          ),
+        )
+      }
+      return run(key, (s) => s.consume(key, set, cost))
+    },
+    peek(key) {
+      if (typeof key !== 'string') return Promise.reject(keyError(key))
+      return run(key, (s) => s.peek(key, set))
+    },
+    async reset(key) {
+      if (typeof key !== 'string') throw keyError(key)
+      await settle(store.reset(key, set), timeout)
+    },
+  }
+}
+
+function withLimiterMaxDelay(set: PolicySet, maxDelay: unknown): PolicySet {
+  if (maxDelay === undefined) return set
+  const ms = toMilliseconds('maxDelay', maxDelay, { allowZero: true })
+  if (!set.policies.some((p) => supportsShaping(p.algorithm))) {
+    throw new ConfigError(
+      'maxDelay',
+      maxDelay,
+      'needs a gcra or token-bucket policy in limits; other algorithms cannot delay',
+    )
+  }
+  const policies = set.policies.map((p) => (supportsShaping(p.algorithm) && p.maxDelay === 0 ? withMaxDelay(p, ms) : p))
+  return Object.freeze({ id: policies.map((p) => p.id).join('|'), policies: Object.freeze(policies) })
+}
+
+/** The value itself when the store answered synchronously; otherwise the answer or a timeout. */
+function settle<T>(answer: Awaitable<T>, timeout: number): Awaitable<T> {
+  if (!(answer instanceof Promise)) return answer
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new StoreTimeoutError(timeout)), timeout)
+    answer.then(
+      (value) => {
+        clearTimeout(timer)
+        resolve(value)
+      },
+      (error: unknown) => {
+        clearTimeout(timer)
+        reject(error)
+      },
+    )
+  })
+}
+
+function failed(
+  key: string,
+  policies: readonly Policy[],
+  allowed: boolean,
+  source: DecisionSource,
+  error: unknown,
+): Decision {
+  const outcomes: Outcome[] = policies.map((p) =>
+    allowed
+      ? { allowed, remaining: p.limit, resetAfter: 0, retryAfter: 0, delay: 0 }
+      : { allowed, remaining: 0, resetAfter: DENY_ON_ERROR_RETRY_MS, retryAfter: DENY_ON_ERROR_RETRY_MS, delay: 0 },
+  )
+  return toDecision(key, policies, outcomes, source, error)
+}
+
+function keyError(key: unknown): ConfigError {
+  return new ConfigError('key', key, 'must be a string')
+}
+
+function assertStore(field: string, store: unknown, expectation: string): asserts store is Store {
+  const candidate = store as Partial<Store> | null
+  if (
+    candidate === null ||
+    typeof candidate !== 'object' ||
+    typeof candidate.consume !== 'function' ||
+    typeof candidate.peek !== 'function' ||
+    typeof candidate.reset !== 'function'
+  ) {
+    throw new ConfigError(field, store, expectation)
+  }
+}

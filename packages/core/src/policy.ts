@@ -1,0 +1,220 @@
+import { DURATION_UNITS, parseDurationString, toMilliseconds } from './duration.js'
+import { ConfigError } from './errors.js'
+
+export const ALGORITHMS = ['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket', 'gcra'] as const
+export type AlgorithmName = (typeof ALGORITHMS)[number]
+
+/** Shaping (delaying instead of rejecting) needs a schedule that can be reserved ahead. */
+const SHAPING_ALGORITHMS: ReadonlySet<AlgorithmName> = new Set(['gcra', 'token-bucket'])
+const BURST_ALGORITHMS = SHAPING_ALGORITHMS
+
+/** A sliding log keeps one entry per admitted request; beyond this, use `sliding-window`. */
+export const MAX_SLIDING_LOG_LIMIT = 10_000
+/** Sub-windows of a sliding window; more buys little accuracy for linear memory. */
+export const MAX_PRECISION = 60
+
+export interface PolicyOptions {
+  /** Requests (cost units) admitted per window. */
+  limit: number
+  /** Milliseconds, or a duration string such as `'1m'`. */
+  window: number | string
+  /** Default `'sliding-window'`. */
+  algorithm?: AlgorithmName
+  /** gcra and token-bucket: how many may arrive at once. Default `limit`. */
+  burst?: number
+  /** sliding-window: sub-windows per window. Default 1, the classic two-counter form. */
+  precision?: number
+  /** gcra and token-bucket: delay a request up to this long instead of rejecting it. */
+  maxDelay?: number | string
+  /** Shown in headers and decisions. Default e.g. `"100-per-1m"`. */
+  name?: string
+}
+
+/** A shorthand such as `'100/min'` or `'10/5m'`, or the object form. */
+export type PolicyInput = string | PolicyOptions
+
+/** A validated policy; every time is in whole milliseconds. */
+export interface Policy {
+  readonly name: string
+  readonly limit: number
+  readonly window: number
+  readonly algorithm: AlgorithmName
+  readonly burst: number
+  readonly precision: number
+  readonly maxDelay: number
+  /** Identifies the policy's stored state: two policies with the same id share counts. */
+  readonly id: string
+}
+
+/** The policies of one limiter, in the order given, and an id that names the set in a store. */
+export interface PolicySet {
+  readonly id: string
+  readonly policies: readonly Policy[]
+}
+
+const OPTION_KEYS: ReadonlySet<string> = new Set([
+  'limit',
+  'window',
+  'algorithm',
+  'burst',
+  'precision',
+  'maxDelay',
+  'name',
+])
+
+export function parsePolicies(input: unknown, field = 'limits'): PolicySet {
+  const list =
+    typeof input === 'string' || (input !== null && typeof input === 'object' && !Array.isArray(input))
+      ? [input]
+      : input
+  if (!Array.isArray(list) || list.length === 0) {
+    throw new ConfigError(field, input, 'must be a policy or a non-empty array of policies, such as ["100/min", "2/s"]')
+  }
+  const policies = list.map((item, index) => parsePolicy(item, `${field}[${index}]`))
+  const names = new Set<string>()
+  for (const [index, policy] of policies.entries()) {
+    if (names.has(policy.name)) {
+      throw new ConfigError(
+        `${field}[${index}].name`,
+        policy.name,
+        'must be unique among the limits; give one a `name`',
+      )
+    }
+    names.add(policy.name)
+  }
+  return Object.freeze({ id: policies.map((p) => p.id).join('|'), policies: Object.freeze(policies) })
+}
+
+export function parsePolicy(input: unknown, field = 'limit'): Policy {
+  if (typeof input === 'string') return parseShorthand(input, field)
+  if (input === null || typeof input !== 'object' || Array.isArray(input)) {
+    throw new ConfigError(field, input, 'must be a shorthand such as "100/min" or an object { limit, window }')
+  }
+  const options = input as Record<string, unknown>
+  for (const key of Object.keys(options)) {
+    if (!OPTION_KEYS.has(key)) {
+      throw new ConfigError(
+        `${field}.${key}`,
+        options[key],
+        `is not a policy option (known: ${[...OPTION_KEYS].join(', ')})`,
+      )
+    }
+  }
+  return buildPolicy(options, field)
+}
+
+function parseShorthand(text: string, field: string): Policy {
+  const match = /^\s*(\S+?)\s*\/\s*(\S+)\s*$/.exec(text)
+  const limit = match && /^\d+$/.test(match[1] as string) ? Number(match[1]) : undefined
+  const window = match ? parseDurationString(match[2] as string) : undefined
+  if (limit === undefined || window === undefined) {
+    throw new ConfigError(
+      field,
+      text,
+      `is not a shorthand policy: write "<limit>/<window>" such as "100/min", "2/s" or "10/5m" (units: ${DURATION_UNITS.join(', ')})`,
+    )
+  }
+  return buildPolicy({ limit, window }, field)
+}
+
+function buildPolicy(options: Record<string, unknown>, field: string): Policy {
+  const limit = positiveInteger(`${field}.limit`, options.limit)
+  const window = toMilliseconds(`${field}.window`, options.window)
+  const algorithm = options.algorithm ?? 'sliding-window'
+  if (!ALGORITHMS.includes(algorithm as AlgorithmName)) {
+    throw new ConfigError(`${field}.algorithm`, algorithm, `must be one of ${ALGORITHMS.join(', ')}`)
+  }
+  const algo = algorithm as AlgorithmName
+
+  if (options.burst !== undefined && !BURST_ALGORITHMS.has(algo)) {
+    throw new ConfigError(`${field}.burst`, options.burst, `applies to gcra and token-bucket only, not ${algo}`)
+  }
+  const burst = options.burst === undefined ? limit : positiveInteger(`${field}.burst`, options.burst)
+
+  if (options.precision !== undefined && algo !== 'sliding-window') {
+    throw new ConfigError(`${field}.precision`, options.precision, `applies to sliding-window only, not ${algo}`)
+  }
+  const precision = options.precision === undefined ? 1 : positiveInteger(`${field}.precision`, options.precision)
+  if (precision > MAX_PRECISION) {
+    throw new ConfigError(`${field}.precision`, precision, `must be at most ${MAX_PRECISION}`)
+  }
+  if (window % precision !== 0) {
+    throw new ConfigError(
+      `${field}.precision`,
+      precision,
+      `must divide the window (${window} ms) into whole milliseconds`,
+    )
+  }
+
+  if (options.maxDelay !== undefined && !SHAPING_ALGORITHMS.has(algo)) {
+    throw new ConfigError(`${field}.maxDelay`, options.maxDelay, `applies to gcra and token-bucket only, not ${algo}`)
+  }
+  const maxDelay =
+    options.maxDelay === undefined ? 0 : toMilliseconds(`${field}.maxDelay`, options.maxDelay, { allowZero: true })
+
+  if (algo === 'sliding-log' && limit > MAX_SLIDING_LOG_LIMIT) {
+    throw new ConfigError(
+      `${field}.limit`,
+      limit,
+      `must be at most ${MAX_SLIDING_LOG_LIMIT} for sliding-log, which stores one timestamp per request; use sliding-window for large limits`,
+    )
+  }
+
+  const name = options.name === undefined ? `${limit}-per-${formatDuration(window)}` : options.name
+  if (typeof name !== 'string' || !/^[A-Za-z0-9_.:*-]+$/.test(name)) {
+    throw new ConfigError(`${field}.name`, name, 'must be a non-empty string of letters, digits and _ . : * -')
+  }
+  return Object.freeze({
+    name,
+    limit,
+    window,
+    algorithm: algo,
+    burst,
+    precision,
+    maxDelay,
+    id: policyId(algo, limit, window, burst, precision, maxDelay),
+  })
+}
+
+function positiveInteger(field: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+    throw new ConfigError(field, value, 'must be a positive whole number')
+  }
+  return value
+}
+
+/** 60000 → "1m", 90000 → "90s", 1500 → "1500ms": the largest unit that divides evenly. */
+export function formatDuration(ms: number): string {
+  for (const [unit, size] of [
+    ['d', 86_400_000],
+    ['h', 3_600_000],
+    ['m', 60_000],
+    ['s', 1_000],
+  ] as const) {
+    if (ms % size === 0) return `${ms / size}${unit}`
+  }
+  return `${ms}ms`
+}
+
+/**
+ * The largest cost a policy can ever admit in one request; a cost above it would be
+ * denied forever, so the limiter rejects it as a mistake instead.
+ */
+export function capacityOf(policy: Policy): number {
+  if (!SHAPING_ALGORITHMS.has(policy.algorithm)) return policy.limit
+  return Math.floor(policy.burst + (policy.maxDelay * policy.limit) / policy.window)
+}
+
+/** The policy with `maxDelay` as its shaping budget, for limiters that set one for all. */
+export function withMaxDelay(policy: Policy, maxDelay: number): Policy {
+  const { algorithm, limit, window, burst, precision } = policy
+  return Object.freeze({ ...policy, maxDelay, id: policyId(algorithm, limit, window, burst, precision, maxDelay) })
+}
+
+export function supportsShaping(algorithm: AlgorithmName): boolean {
+  return SHAPING_ALGORITHMS.has(algorithm)
+}
+
+function policyId(...parts: (string | number)[]): string {
+  return parts.join(':')
+}

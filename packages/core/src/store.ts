@@ -1,0 +1,43 @@
+import { type AlgorithmState, type Outcome, step } from './algorithms/index.js'
+import type { PolicySet } from './policy.js'
+
+export type Awaitable<T> = T | Promise<T>
+
+/**
+ * Where policy state lives. A store runs every policy of the set for the key and writes their
+ * new states only if every one admits (all-or-nothing), atomically with respect to other
+ * callers. A store that can answer synchronously should: the limiter then skips a timer.
+ */
+export interface Store {
+  consume(key: string, policies: PolicySet, cost: number): Awaitable<readonly Outcome[]>
+  /** Reports without consuming (see `peekOutcome`). */
+  peek(key: string, policies: PolicySet): Awaitable<readonly Outcome[]>
+  reset(key: string, policies: PolicySet): Awaitable<void>
+}
+
+export interface Evaluation {
+  readonly allowed: boolean
+  readonly outcomes: Outcome[]
+  /** The states to write, aligned with the policies; meaningful only when allowed. */
+  readonly states: AlgorithmState[]
+}
+
+/** Runs every policy's transition for one request: the shared heart of in-process stores. */
+export function evaluate(
+  states: readonly (AlgorithmState | undefined)[] | undefined,
+  now: number,
+  set: PolicySet,
+  cost: number,
+): Evaluation {
+  const { policies } = set
+  const outcomes: Outcome[] = new Array(policies.length)
+  const next: AlgorithmState[] = new Array(policies.length)
+  let allowed = true
+  for (let i = 0; i < policies.length; i++) {
+    const result = step(states?.[i], now, policies[i] as (typeof policies)[number], cost)
+    outcomes[i] = result.outcome
+    next[i] = result.state
+    if (!result.outcome.allowed) allowed = false
+  }
+  return { allowed, outcomes, states: next }
+}
