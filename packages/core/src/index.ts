@@ -3,6 +3,7 @@ export type { Decision, DecisionSource, PolicyDecision } from './decision.js'
 export { toDecision } from './decision.js'
 export { parseDurationString, toMilliseconds } from './duration.js'
 export { ConfigError, StoreFullError, StoreTimeoutError } from './errors.js'
+export * from './http/index.js'
 export type { ConsumeOptions, Limiter, LimiterOptions } from './limiter.js'
 export { createLimiter } from './limiter.js'
 export type { MemoryStoreOptions } from './memory-store.js'
@@ -17,5 +18,6 @@ export {
   parsePolicies,
   parsePolicy,
 } from './policy.js'
+export * from './sketch/index.js'
 export type { Awaitable, Evaluation, Store } from './store.js'
 export { evaluate } from './store.js'
