@@ -1,0 +1,58 @@
+import type { AddressInfo } from 'node:net'
+import { MemoryStore } from '@sluice/core'
+import { concurrencyLimit, rateLimit } from '@sluice/express'
+import express from 'express'
+
+/** Items one `/api/items` call may ask for; each item costs one unit of the API quota. */
+const MAX_ITEMS = 50
+
+/** `?items=N` as a whole number from 1 to MAX_ITEMS (anything else counts as 1). */
+function itemsOf(value: unknown): number {
+  const n = Number(value)
+  return Number.isSafeInteger(n) ? Math.min(Math.max(n, 1), MAX_ITEMS) : 1
+}
+
+const app = express()
+// Behind a reverse proxy, set this to the proxy hops (e.g. 1) so that req.ip, and with it the
+// rate-limit key, is the client's address rather than the proxy's.
+app.set('trust proxy', false)
+
+app.get('/', (_req, res) => {
+  res.json({ hello: 'world', routes: ['POST /login', 'GET /api/items?items=N', 'GET /slow'] })
+})
+
+// Brute-force protection: 5 attempts a minute and at most 1 a second, per client IP.
+app.post('/login', rateLimit({ limits: ['5/min', '1/s'] }), (req, res) => {
+  res.json({ ok: true, attemptsLeft: req.rateLimit?.remaining })
+})
+
+// A quota of 200 items a minute per client: `?items=20` takes 20 units, `?items=1` takes one.
+app.get(
+  '/api/items',
+  rateLimit({
+    limits: [{ limit: 200, window: '1m', algorithm: 'token-bucket', name: 'items' }],
+    store: new MemoryStore({ maxKeys: 50_000 }),
+    cost: (req) => itemsOf(req.query.items),
+  }),
+  (req, res) => {
+    const count = itemsOf(req.query.items)
+    res.json({ items: Array.from({ length: count }, (_, i) => ({ id: i + 1 })), quotaLeft: req.rateLimit?.remaining })
+  },
+)
+
+// An expensive report: at most 2 in flight per client; a third concurrent call gets 429 at once.
+app.get('/slow', concurrencyLimit({ limit: 2 }), async (_req, res) => {
+  await new Promise((resolve) => setTimeout(resolve, 2000))
+  res.json({ report: 'done' })
+})
+
+const server = app.listen(Number(process.env.PORT ?? 3000), () => {
+  const url = `http://localhost:${(server.address() as AddressInfo).port}`
+  console.log(`sluice Express example listening on ${url}
+Try:
+  curl -i ${url}/
+  for i in 1 2 3; do curl -si -X POST ${url}/login | head -n 1; done   # the 2nd within a second is 429
+  curl -i -X POST ${url}/login                                          # RateLimit and RateLimit-Policy headers
+  curl -i '${url}/api/items?items=40'                                   # takes 40 of 200 units a minute
+  for i in 1 2 3; do curl -s ${url}/slow & done; wait                   # the third concurrent call is 429`)
+})
