@@ -1,0 +1,176 @@
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import { ALGORITHMS, type AlgorithmName, type Policy, parsePolicies, parsePolicy } from '../policy.js'
+import { evaluate } from '../store.js'
+import { type AlgorithmState, step } from './index.js'
+
+interface Admission {
+  at: number
+  cost: number
+  delay: number
+}
+
+const requestsArb = fc.array(fc.record({ gap: fc.integer({ min: 0, max: 400 }), cost: fc.integer({ min: 1, max: 3 }) }), {
+  minLength: 1,
+  maxLength: 120,
+})
+
+const policyArb = (algorithm: AlgorithmName, shaping = false) =>
+  fc
+    .record({
+      limit: fc.integer({ min: 3, max: 20 }),
+      window: fc.constantFrom(100, 250, 1000, 1500),
+      burst: fc.integer({ min: 3, max: 20 }),
+      precision: fc.constantFrom(1, 2, 5),
+      maxDelay: fc.constantFrom(0, 100, 700),
+    })
+    .map(({ limit, window, burst, precision, maxDelay }) =>
+      parsePolicy({
+        limit,
+        window,
+        algorithm,
+        ...(algorithm === 'gcra' || algorithm === 'token-bucket' ? { burst } : {}),
+        ...(algorithm === 'sliding-window' ? { precision } : {}),
+        ...(shaping ? { maxDelay } : {}),
+      }),
+    )
+
+/** Feeds a stream of requests through one policy, keeping state only for admitted requests. */
+function simulate(policy: Policy, requests: { gap: number; cost: number }[]) {
+  let now = 1_000_000
+  let state: AlgorithmState | undefined
+  const admissions: Admission[] = []
+  const outcomes = []
+  for (const { gap, cost } of requests) {
+    now += gap
+    const result = step(state, now, policy, cost)
+    outcomes.push({ now, cost, state, outcome: result.outcome })
+    if (result.outcome.allowed) {
+      state = result.state
+      admissions.push({ at: now, cost, delay: result.outcome.delay })
+    }
+  }
+  return { admissions, outcomes }
+}
+
+/** The largest total cost whose times fall in any span [t, t + length] (or [t, t + length) when open). */
+function maxInSpan(points: { time: number; cost: number }[], length: number, open: boolean): number {
+  const sorted = [...points].sort((a, b) => a.time - b.time)
+  let best = 0
+  let sum = 0
+  let first = 0
+  for (const point of sorted) {
+    sum += point.cost
+    const start = sorted[first] as { time: number; cost: number }
+    while (open ? point.time - (sorted[first] as typeof start).time >= length : point.time - (sorted[first] as typeof start).time > length) {
+      sum -= (sorted[first] as typeof start).cost
+      first++
+    }
+    best = Math.max(best, sum)
+  }
+  return best
+}
+
+const cheap = (requests: { gap: number; cost: number }[], policy: Policy) =>
+  requests.map((r) => ({ ...r, cost: Math.min(r.cost, policy.limit, policy.burst) }))
+
+describe('invariants over random request streams', () => {
+  it('sliding-log never admits more than limit in any window of length W', () => {
+    fc.assert(
+      fc.property(policyArb('sliding-log'), requestsArb, (policy, raw) => {
+        const { admissions } = simulate(policy, cheap(raw, policy))
+        const points = admissions.map((a) => ({ time: a.at, cost: a.cost }))
+        expect(maxInSpan(points, policy.window, true)).toBeLessThanOrEqual(policy.limit)
+      }),
+      { numRuns: 300 },
+    )
+  })
+
+  it('fixed-window never admits more than limit per aligned window', () => {
+    fc.assert(
+      fc.property(policyArb('fixed-window'), requestsArb, (policy, raw) => {
+        const perWindow = new Map<number, number>()
+        for (const a of simulate(policy, cheap(raw, policy)).admissions) {
+          const start = Math.floor(a.at / policy.window)
+          perWindow.set(start, (perWindow.get(start) ?? 0) + a.cost)
+        }
+        for (const count of perWindow.values()) expect(count).toBeLessThanOrEqual(policy.limit)
+      }),
+      { numRuns: 300 },
+    )
+  })
+
+  for (const algorithm of ['gcra', 'token-bucket'] as const) {
+    it(`${algorithm} never lets more than burst + rate·t proceed over any interval t`, () => {
+      fc.assert(
+        fc.property(
+          policyArb(algorithm, true),
+          requestsArb,
+          fc.constantFrom(0, 50, 333, 1000, 2500),
+          (policy, raw, length) => {
+            const { admissions } = simulate(policy, cheap(raw, policy))
+            // With shaping a request proceeds after its delay: the schedule holds for proceed times.
+            const points = admissions.map((a) => ({ time: a.at + a.delay, cost: a.cost }))
+            const bound = policy.burst + (policy.limit * length) / policy.window
+            expect(maxInSpan(points, length, false)).toBeLessThanOrEqual(bound + 1e-9)
+          },
+        ),
+        { numRuns: 300 },
+      )
+    })
+  }
+
+  for (const algorithm of ALGORITHMS) {
+    it(`${algorithm}: remaining never negative, times whole ms, a denial's retryAfter is exact`, () => {
+      fc.assert(
+        fc.property(policyArb(algorithm), requestsArb, (policy, raw) => {
+          for (const { now, cost, state, outcome } of simulate(policy, cheap(raw, policy)).outcomes) {
+            expect(outcome.remaining).toBeGreaterThanOrEqual(0)
+            for (const ms of [outcome.resetAfter, outcome.retryAfter, outcome.delay]) {
+              expect(Number.isInteger(ms) && ms >= 0).toBe(true)
+            }
+            if (outcome.allowed) continue
+            expect(step(state, now + outcome.retryAfter, policy, cost).outcome.allowed).toBe(true)
+            expect(step(state, now + outcome.retryAfter - 1, policy, cost).outcome.allowed).toBe(false)
+          }
+        }),
+        { numRuns: 200 },
+      )
+    })
+  }
+
+  it('a denied request changes no policy state, in any composition', () => {
+    const setArb = fc
+      .array(
+        fc.constantFrom(...ALGORITHMS).chain((a) => policyArb(a)),
+        { minLength: 1, maxLength: 3 },
+      )
+      .map((policies) =>
+        parsePolicies(
+          policies.map((p, i) => ({
+            limit: p.limit,
+            window: p.window,
+            algorithm: p.algorithm,
+            name: `p${i}`,
+            ...(p.algorithm === 'gcra' || p.algorithm === 'token-bucket' ? { burst: p.burst } : {}),
+          })),
+        ),
+      )
+    fc.assert(
+      fc.property(setArb, requestsArb, (set, raw) => {
+        let now = 5_000_000
+        let states: AlgorithmState[] | undefined
+        const ceiling = Math.min(...set.policies.map((p) => Math.min(p.limit, p.burst)))
+        for (const { gap, cost } of raw) {
+          now += gap
+          const before = structuredClone(states)
+          const result = evaluate(states, now, set, Math.min(cost, ceiling))
+          if (result.allowed) states = result.states
+          else expect(states).toEqual(before)
+          expect(result.allowed).toBe(result.outcomes.every((o) => o.allowed))
+        }
+      }),
+      { numRuns: 300 },
+    )
+  })
+})

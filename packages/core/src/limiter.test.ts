@@ -1,0 +1,219 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import type { Outcome } from './algorithms/index.js'
+import { StoreFullError, StoreTimeoutError } from './errors.js'
+import { createLimiter } from './limiter.js'
+import { MemoryStore } from './memory-store.js'
+import type { Store } from './store.js'
+
+function clockedStore() {
+  const clock = { now: 1_000_000 }
+  return { clock, store: new MemoryStore({ now: () => clock.now }) }
+}
+
+describe('composition', () => {
+  it('admits 100/min plus 2/s all-or-nothing and names the binding policy', async () => {
+    const { clock, store } = clockedStore()
+    clock.now = 1_020_000 // the start of a minute
+    const limiter = createLimiter({ limits: [{ limit: 5, window: '1m', algorithm: 'fixed-window' }, { limit: 2, window: '1s', algorithm: 'fixed-window' }], store })
+    const first = await limiter.consume('u')
+    expect(first).toMatchObject({ allowed: true, limit: 2, remaining: 1, resetAfter: 1000, retryAfter: 0, source: 'store', key: 'u' })
+    expect(first.policies.map((p) => [p.name, p.remaining])).toEqual([
+      ['5-per-1m', 4],
+      ['2-per-1s', 1],
+    ])
+    await limiter.consume('u')
+    const denied = await limiter.consume('u')
+    expect(denied).toMatchObject({ allowed: false, limit: 2, remaining: 0, retryAfter: 1000 })
+    expect(denied.policies.map((p) => p.allowed)).toEqual([true, false])
+    // The denied request took nothing from the minute policy.
+    expect((await limiter.peek('u')).policies[0]?.remaining).toBe(3)
+
+    clock.now += 1000
+    await limiter.consume('u')
+    await limiter.consume('u')
+    clock.now += 1000
+    await limiter.consume('u')
+    const minuteSpent = await limiter.consume('u')
+    expect(minuteSpent).toMatchObject({ allowed: false, limit: 5, remaining: 0 })
+    expect(minuteSpent.retryAfter).toBe(58_000)
+    expect(minuteSpent.policies.map((p) => p.allowed)).toEqual([false, true])
+  })
+
+  it('reports the longest wait when several policies deny', async () => {
+    const { store } = clockedStore()
+    const limiter = createLimiter({ limits: [{ limit: 1, window: 1000, algorithm: 'gcra' }, { limit: 1, window: 60_000, algorithm: 'gcra' }], store })
+    await limiter.consume('k')
+    const denied = await limiter.consume('k')
+    expect(denied.retryAfter).toBe(60_000)
+    expect(denied.limit).toBe(1)
+    expect(denied.resetAfter).toBe(60_000)
+  })
+
+  it('keeps keys apart, and limiters with different limits apart on one store', async () => {
+    const { store } = clockedStore()
+    const strict = createLimiter({ limits: '1/s', store })
+    const loose = createLimiter({ limits: '5/s', store })
+    expect((await strict.consume('a')).allowed).toBe(true)
+    expect((await strict.consume('a')).allowed).toBe(false)
+    expect((await strict.consume('b')).allowed).toBe(true)
+    expect((await loose.consume('a')).remaining).toBe(4)
+  })
+
+  it('charges cost to every policy', async () => {
+    const { store } = clockedStore()
+    const limiter = createLimiter({ limits: ['10/s', '100/min'], store })
+    const decision = await limiter.consume('k', { cost: 4 })
+    expect(decision.policies.map((p) => p.remaining)).toEqual([6, 96])
+    expect((await limiter.consume('k', { cost: 7 })).allowed).toBe(false)
+    expect((await limiter.consume('k', { cost: 6 })).remaining).toBe(0)
+  })
+
+  it('peeks without consuming and resets', async () => {
+    const { store } = clockedStore()
+    const limiter = createLimiter({ limits: '2/s', store })
+    expect(await limiter.peek('k')).toMatchObject({ allowed: true, remaining: 2, resetAfter: 0 })
+    await limiter.consume('k')
+    await limiter.consume('k')
+    const peeked = await limiter.peek('k')
+    expect(peeked).toMatchObject({ allowed: false, remaining: 0 })
+    expect(peeked.retryAfter).toBeGreaterThan(0)
+    expect(await limiter.peek('k')).toEqual(peeked)
+    await limiter.reset('k')
+    expect(await limiter.peek('k')).toMatchObject({ allowed: true, remaining: 2 })
+    expect(store.size).toBe(0)
+  })
+
+  it('applies a limiter-wide maxDelay to the policies that can shape', async () => {
+    const { store } = clockedStore()
+    const limiter = createLimiter({ limits: [{ limit: 10, window: 1000, algorithm: 'gcra', burst: 1 }, '100/min'], maxDelay: 250, store })
+    expect(limiter.policies[0]?.maxDelay).toBe(250)
+    expect(limiter.policies[1]?.maxDelay).toBe(0)
+    const delays = []
+    for (let i = 0; i < 5; i++) delays.push(await limiter.consume('k'))
+    expect(delays.map((d) => [d.allowed, d.delay])).toEqual([
+      [true, 0],
+      [true, 100],
+      [true, 200],
+      [false, 0],
+      [false, 0],
+    ])
+    expect(delays[3]?.retryAfter).toBe(50)
+  })
+})
+
+/** A store whose every call does what the test says. */
+function faultyStore(behaviour: () => Promise<readonly Outcome[]> | readonly Outcome[]): Store & { calls: number } {
+  const store = {
+    calls: 0,
+    consume: () => {
+      store.calls++
+      return behaviour()
+    },
+    peek: () => behaviour(),
+    reset: () => undefined,
+  }
+  return store
+}
+
+describe('when the store fails', () => {
+  const unhandled: unknown[] = []
+  const onUnhandled = (reason: unknown) => unhandled.push(reason)
+  beforeEach(() => {
+    unhandled.length = 0
+    process.on('unhandledRejection', onUnhandled)
+  })
+  afterEach(() => {
+    process.off('unhandledRejection', onUnhandled)
+    vi.useRealTimers()
+  })
+
+  const failures = {
+    throws: () => {
+      throw new Error('boom')
+    },
+    rejects: () => Promise.reject(new Error('connection refused')),
+    'never answers': () => new Promise<readonly Outcome[]>(() => {}),
+  }
+
+  for (const [how, behaviour] of Object.entries(failures)) {
+    it(`allows with 'allow' when the store ${how}`, async () => {
+      const limiter = createLimiter({ limits: ['10/s', '5/min'], store: faultyStore(behaviour), timeout: 50 })
+      const decision = await limiter.consume('k')
+      expect(decision).toMatchObject({ allowed: true, source: 'error', limit: 5, remaining: 5, retryAfter: 0 })
+      expect(decision.error).toBeInstanceOf(how === 'never answers' ? StoreTimeoutError : Error)
+    })
+
+    it(`denies with 'deny' when the store ${how}`, async () => {
+      const limiter = createLimiter({ limits: '10/s', store: faultyStore(behaviour), onStoreError: 'deny', timeout: 50 })
+      expect(await limiter.consume('k')).toMatchObject({ allowed: false, source: 'error', remaining: 0, retryAfter: 1000 })
+      expect(await limiter.peek('k')).toMatchObject({ allowed: false, source: 'error' })
+    })
+
+    it(`asks the fallback store when the store ${how}`, async () => {
+      const { store: fallback } = clockedStore()
+      const limiter = createLimiter({ limits: '2/s', store: faultyStore(behaviour), onStoreError: fallback, timeout: 50 })
+      const decisions = [await limiter.consume('k'), await limiter.consume('k'), await limiter.consume('k')]
+      expect(decisions.map((d) => [d.allowed, d.source])).toEqual([
+        [true, 'fallback'],
+        [true, 'fallback'],
+        [false, 'fallback'],
+      ])
+    })
+  }
+
+  it('answers by the timeout, however long the store takes, and swallows its late failure', async () => {
+    vi.useFakeTimers()
+    let fail: (error: Error) => void = () => {}
+    const slow = faultyStore(() => new Promise((_, reject) => (fail = reject)))
+    const limiter = createLimiter({ limits: '10/s', store: slow, timeout: 200 })
+    let settled = false
+    const pending = limiter.consume('k').then((d) => {
+      settled = true
+      return d
+    })
+    await vi.advanceTimersByTimeAsync(199)
+    expect(settled).toBe(false)
+    await vi.advanceTimersByTimeAsync(1)
+    expect(await pending).toMatchObject({ allowed: true, source: 'error' })
+    fail(new Error('late'))
+    vi.useRealTimers()
+    await new Promise((resolve) => setTimeout(resolve, 10))
+    expect(unhandled).toEqual([])
+  })
+
+  it('goes back to the primary store as soon as it answers again', async () => {
+    let healthy = false
+    const { store: primary } = clockedStore()
+    const flaky: Store = {
+      consume: (key, set, cost) => (healthy ? primary.consume(key, set, cost) : Promise.reject(new Error('down'))),
+      peek: (key, set) => primary.peek(key, set),
+      reset: (key, set) => primary.reset(key, set),
+    }
+    const limiter = createLimiter({ limits: '10/s', store: flaky, onStoreError: 'deny' })
+    expect((await limiter.consume('k')).source).toBe('error')
+    healthy = true
+    expect(await limiter.consume('k')).toMatchObject({ source: 'store', allowed: true, remaining: 9 })
+  })
+
+  it('reports both errors when the fallback fails too, and denies', async () => {
+    const limiter = createLimiter({
+      limits: '10/s',
+      store: faultyStore(failures.rejects),
+      onStoreError: faultyStore(failures.throws),
+    })
+    const decision = await limiter.consume('k')
+    expect(decision).toMatchObject({ allowed: false, source: 'error' })
+    expect((decision.error as AggregateError).errors.map((e: Error) => e.message)).toEqual(['connection refused', 'boom'])
+  })
+
+  it("turns a full MemoryStore into the onStoreError decision", async () => {
+    const clock = { now: 0 }
+    const store = new MemoryStore({ maxKeys: 2, now: () => clock.now })
+    const limiter = createLimiter({ limits: '1/min', store, onStoreError: 'deny' })
+    await limiter.consume('a')
+    await limiter.consume('b')
+    const decision = await limiter.consume('c')
+    expect(decision).toMatchObject({ allowed: false, source: 'error' })
+    expect(decision.error).toBeInstanceOf(StoreFullError)
+  })
+})

@@ -1,0 +1,65 @@
+import { describe, expect, it } from 'vitest'
+import { StoreFullError } from './errors.js'
+import { MemoryStore } from './memory-store.js'
+import { parsePolicies } from './policy.js'
+
+const perMinute = parsePolicies('2/min')
+
+function setup(maxKeys: number) {
+  const clock = { now: 0 }
+  const store = new MemoryStore({ maxKeys, now: () => clock.now })
+  const hit = (key: string) => store.consume(key, perMinute, 1)[0]
+  return { clock, store, hit }
+}
+
+describe('MemoryStore', () => {
+  it('never evicts, and so never resets, a limited key under a flood of new keys', () => {
+    const { store, hit } = setup(100)
+    hit('attacker')
+    hit('attacker')
+    expect(hit('attacker')?.allowed).toBe(false)
+    for (let i = 0; i < 10_000; i++) hit(`flood-${i}`)
+    expect(store.size).toBe(100)
+    expect(hit('attacker')?.allowed).toBe(false)
+  })
+
+  it('evicts the oldest key that is not limited when full', () => {
+    const { store, hit } = setup(3)
+    hit('old')
+    hit('limited')
+    hit('limited')
+    hit('newer')
+    hit('newest')
+    expect(store.size).toBe(3)
+    expect(store.peek('old', perMinute)[0]?.remaining).toBe(2)
+    expect(store.peek('limited', perMinute)[0]?.remaining).toBe(0)
+    expect(store.peek('newer', perMinute)[0]?.remaining).toBe(1)
+  })
+
+  it('throws StoreFullError when every key is limited, and recovers once they expire', () => {
+    const { clock, hit } = setup(2)
+    for (const key of ['a', 'a', 'b', 'b']) hit(key)
+    expect(() => hit('c')).toThrow(StoreFullError)
+    expect(() => hit('c')).toThrow(/all 2 keys are currently limited/)
+    clock.now += 120_000 // a sliding window forgets after two windows
+    expect(hit('c')?.allowed).toBe(true)
+  })
+
+  it('expires lazily and sweeps expired keys as new ones arrive, with no timer', () => {
+    const { clock, store, hit } = setup(1000)
+    for (let i = 0; i < 10; i++) hit(`k${i}`)
+    expect(store.size).toBe(10)
+    clock.now += 120_000 // a sliding window forgets after two windows
+    expect(store.peek('k0', perMinute)[0]?.remaining).toBe(2)
+    for (let i = 0; i < 5; i++) hit(`fresh${i}`)
+    expect(store.size).toBe(5)
+  })
+
+  it('forgets everything on clear', () => {
+    const { store, hit } = setup(10)
+    hit('a')
+    store.clear()
+    expect(store.size).toBe(0)
+    expect(store.peek('a', perMinute)[0]?.remaining).toBe(2)
+  })
+})
