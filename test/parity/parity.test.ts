@@ -1,0 +1,44 @@
+import { MemoryStore } from '@sluice/core'
+import { RedisStore } from '@sluice/redis'
+import fc from 'fast-check'
+import { Redis } from 'ioredis'
+import { afterAll, describe, expect, it } from 'vitest'
+import { findRedis, uniquePrefix } from '../support/redis.js'
+import { differences, runTrace, type StoreFactory } from './parity.js'
+import { traceArbitrary } from './random.js'
+import { TRACE_START, traces } from './traces.js'
+
+const redis = await findRedis()
+
+describe.skipIf(redis === undefined)('parity: MemoryStore and RedisStore give identical outcomes', () => {
+  const client = new Redis(redis?.url ?? '')
+  const prefix = uniquePrefix('parity')
+  const memory: StoreFactory = (now) => new MemoryStore({ now })
+  // The denied cache is a shortcut with its own (documented) answers; parity is about the script.
+  const onRedis: StoreFactory = (now) => new RedisStore({ client, prefix, now, deniedCache: false })
+
+  afterAll(async () => {
+    client.disconnect()
+    await redis?.stop()
+  })
+
+  it.each(traces.map((t) => [t.name, t] as const))('%s', async (_, trace) => {
+    const expected = await runTrace(trace, memory, 'user', TRACE_START)
+    const actual = await runTrace(trace, onRedis, 'user', TRACE_START)
+    expect(differences(trace, expected, actual)).toEqual([])
+    expect(actual).toEqual(expected)
+  })
+
+  it('random policy sets and traces', async () => {
+    let run = 0
+    await fc.assert(
+      fc.asyncProperty(traceArbitrary, async (trace) => {
+        const key = `random-${run++}`
+        const expected = await runTrace(trace, memory, key, TRACE_START)
+        const actual = await runTrace(trace, onRedis, key, TRACE_START)
+        expect(differences(trace, expected, actual)).toEqual([])
+      }),
+      { numRuns: 150 },
+    )
+  })
+})
