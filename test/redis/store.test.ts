@@ -1,0 +1,101 @@
+import { parsePolicies } from '@sluice/core'
+import { RedisStore } from '@sluice/redis'
+import { Redis } from 'ioredis'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { findRedis, parseCommandStats, privateRedisAvailable, type RedisServer, startRedisServer } from '../support/redis.js'
+import { storeBehaviour } from './suite.js'
+
+const shared = await findRedis()
+
+describe.skipIf(shared === undefined)('RedisStore on a single node', () => {
+  const client = new Redis(shared?.url ?? '')
+  afterAll(async () => {
+    client.disconnect()
+    await shared?.stop()
+  })
+  storeBehaviour(() => client)
+})
+
+describe.skipIf(!(await privateRedisAvailable()))('RedisStore round trips (private server)', () => {
+  let server: RedisServer
+  let client: Redis
+  let admin: Redis
+  beforeAll(async () => {
+    server = await startRedisServer()
+    client = new Redis(server.port)
+    admin = new Redis(server.port)
+  })
+  afterAll(async () => {
+    client.disconnect()
+    admin.disconnect()
+    await server.stop()
+  })
+
+  const stats = async () => parseCommandStats(await admin.info('commandstats'))
+  /** Commands the server ran between two snapshots, without our own INFO/CONFIG calls. */
+  const delta = (before: Record<string, { calls: number }>, after: Record<string, { calls: number }>) => {
+    const out: Record<string, number> = {}
+    for (const [name, { calls }] of Object.entries(after)) {
+      const d = calls - (before[name]?.calls ?? 0)
+      if (d > 0 && name !== 'info' && name !== 'config|resetstat') out[name] = d
+    }
+    return out
+  }
+
+  it.each([1, 2, 5])('decides %i policies with one EVALSHA', async (n) => {
+    const store = new RedisStore({ client, prefix: 'rt:' })
+    const set = parsePolicies(Array.from({ length: n }, (_, i) => ({ limit: 100, window: 1000 * (i + 1) })))
+    await store.consume('warm', set, 1)
+    const before = await stats()
+    for (let i = 0; i < 10; i++) await store.consume(`user-${n}`, set, 1)
+    const after = await stats()
+    // One script call per decision; inside it TIME, one MGET and one SET per policy.
+    expect(delta(before, after)).toEqual({ evalsha: 10, time: 10, mget: 10, set: 10 * n })
+  })
+
+  it('answers a denied key locally until its retryAfter: Redis sees nothing of the flood', async () => {
+    let now = 1_700_000_000_000
+    const store = new RedisStore({ client, prefix: 'flood:', now: () => now })
+    const set = parsePolicies([{ limit: 5, window: 10_000, algorithm: 'fixed-window' }])
+    for (let i = 0; i < 5; i++) await store.consume('attacker', set, 1)
+    const [denied] = await store.consume('attacker', set, 1)
+    expect(denied?.allowed).toBe(false)
+    const before = await stats()
+    for (let i = 0; i < 1000; i++) {
+      const answer = store.consume('attacker', set, 1)
+      expect(answer).not.toBeInstanceOf(Promise)
+    }
+    now += 4000
+    const [later] = (await store.consume('attacker', set, 1)) as { retryAfter: number }[]
+    expect(later?.retryAfter).toBe((denied?.retryAfter ?? 0) - 4000)
+    expect(delta(before, await stats())).toEqual({})
+    // Past retryAfter the key goes back to Redis, and the window has rolled over there too.
+    now += denied?.retryAfter ?? 0
+    expect((await store.consume('attacker', set, 1))[0]?.allowed).toBe(true)
+    expect(delta(before, await stats())).toMatchObject({ evalsha: 1 })
+  })
+
+  it('reset clears the local denial too; a cheaper request still asks Redis', async () => {
+    const store = new RedisStore({ client, prefix: 'cache-reset:' })
+    const set = parsePolicies([{ limit: 3, window: 60_000, algorithm: 'gcra' }])
+    expect((await store.consume('k', set, 3))[0]?.allowed).toBe(true)
+    expect((await store.consume('k', set, 2))[0]?.allowed).toBe(false)
+    const before = await stats()
+    await store.consume('k', set, 1)
+    expect(delta(before, await stats())).toMatchObject({ evalsha: 1 })
+    await store.reset('k', set)
+    expect((await store.consume('k', set, 3))[0]?.allowed).toBe(true)
+  })
+
+  it('recovers from SCRIPT FLUSH without counting a request twice', async () => {
+    const store = new RedisStore({ client, prefix: 'flush:', deniedCache: false })
+    const set = parsePolicies([{ limit: 4, window: 60_000, algorithm: 'sliding-log' }])
+    expect((await store.consume('k', set, 1))[0]?.remaining).toBe(3)
+    await admin.script('FLUSH')
+    expect((await store.consume('k', set, 1))[0]?.remaining).toBe(2)
+    await admin.script('FLUSH')
+    const remaining = await Promise.all(Array.from({ length: 3 }, () => store.consume('k', set, 1)))
+    expect(remaining.map((r) => r[0]?.remaining).sort()).toEqual([0, 0, 1])
+    expect(remaining.filter((r) => r[0]?.allowed)).toHaveLength(2)
+  })
+})

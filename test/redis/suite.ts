@@ -1,0 +1,105 @@
+import { parsePolicies } from '@sluice/core'
+import { RedisStore } from '@sluice/redis'
+import type { Cluster, Redis } from 'ioredis'
+import { expect, it } from 'vitest'
+import { differences, runTrace } from '../parity/parity.js'
+import { TRACE_START, traces } from '../parity/traces.js'
+import { uniquePrefix } from '../support/redis.js'
+
+/** Client keys that would break a naive key scheme: tags, protocol bytes, size, odd unicode. */
+export const HOSTILE_KEYS: readonly string[] = [
+  '',
+  '{',
+  '}{',
+  'a{b}c',
+  'a%7Bb%7Dc',
+  '{user}:1',
+  'line\nbreak\r\n*3\r\n$3\r\nDEL',
+  'x'.repeat(10 * 1024),
+  `${'x'.repeat(10 * 1024 - 1)}y`,
+  '\u0000\u0001\u00ff\ufffd',
+  '\ud800',
+  '\udc00',
+  '\ud83d\ude00 emoji and 漢字',
+  '%H',
+  ' ',
+]
+
+/** The store's behaviour on any deployment; `client` is read when the tests run. */
+export function storeBehaviour(client: () => Redis | Cluster): void {
+  const store = (options: { now?: () => number } = {}) =>
+    new RedisStore({ client: client(), prefix: uniquePrefix('suite'), deniedCache: false, ...options })
+
+  it('keeps every hostile key apart and intact', async () => {
+    const s = store()
+    const set = parsePolicies([{ limit: 1, window: 60_000, algorithm: 'fixed-window' }])
+    for (const key of HOSTILE_KEYS) {
+      const keys = s.keysOf(key, set)
+      expect(keys[0]?.match(/[{}]/g)).toEqual(['{', '}'])
+      expect(keys[0]?.length).toBeLessThan(s.prefix.length + 300)
+      const [first] = await s.consume(key, set, 1)
+      expect(first?.allowed, JSON.stringify(key.slice(0, 20))).toBe(true)
+    }
+    for (const key of HOSTILE_KEYS) {
+      const [second] = await s.consume(key, set, 1)
+      expect(second?.allowed).toBe(false)
+      await s.reset(key, set)
+      const [afterReset] = await s.consume(key, set, 1)
+      expect(afterReset?.allowed).toBe(true)
+      await s.reset(key, set)
+    }
+  })
+
+  it('puts every policy of a key in one slot and gives every written key an expiry', async () => {
+    const s = store()
+    const set = parsePolicies([
+      { limit: 3, window: 50, algorithm: 'fixed-window' },
+      { limit: 10, window: 60_000 },
+      { limit: 5, window: 2000, algorithm: 'sliding-log' },
+      { limit: 5, window: 1000, algorithm: 'token-bucket' },
+      { limit: 4, window: 1000, algorithm: 'gcra' },
+    ])
+    for (const key of ['{a}b', 'x'.repeat(10_000)]) {
+      const outcomes = await s.consume(key, set, 1)
+      const keys = s.keysOf(key, set)
+      const tags = new Set(keys.map((k) => k.slice(k.indexOf('{'), k.indexOf('}') + 1)))
+      expect(tags.size).toBe(1)
+      for (const [i, k] of keys.entries()) {
+        const ttl = await client().pttl(k)
+        expect(ttl, k).toBeGreaterThan(0)
+        expect(ttl).toBeLessThanOrEqual((outcomes[i]?.resetAfter ?? 0) + 1000)
+      }
+      await s.reset(key, set)
+      for (const k of keys) expect(await client().exists(k)).toBe(0)
+    }
+  })
+
+  it('writes nothing when any policy denies, and peek consumes nothing', async () => {
+    let now = TRACE_START
+    const s = store({ now: () => now })
+    const set = parsePolicies([
+      { limit: 10, window: 1000, algorithm: 'fixed-window' },
+      { limit: 2, window: 1000, algorithm: 'gcra' },
+    ])
+    const keys = s.keysOf('k', set)
+    await s.consume('k', set, 2)
+    const before = await Promise.all(keys.map((k) => client().get(k)))
+    const denied = await s.consume('k', set, 1)
+    expect(denied.map((o) => o.allowed)).toEqual([true, false])
+    for (let i = 0; i < 5; i++) await s.peek('k', set)
+    expect(await Promise.all(keys.map((k) => client().get(k)))).toEqual(before)
+    now += 500
+    expect((await s.peek('k', set)).map((o) => o.remaining)).toEqual([8, 1])
+    await s.reset('k', set)
+  })
+
+  it('matches the memory store on the parity traces under a hostile key', async () => {
+    const { MemoryStore } = await import('@sluice/core')
+    const key = `{hostile}\n${'k'.repeat(300)}`
+    for (const trace of traces) {
+      const expected = await runTrace(trace, (now) => new MemoryStore({ now }), key, TRACE_START)
+      const actual = await runTrace(trace, (now) => store({ now }), key, TRACE_START)
+      expect(differences(trace, expected, actual), trace.name).toEqual([])
+    }
+  })
+}
