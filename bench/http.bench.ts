@@ -1,0 +1,128 @@
+// HTTP overhead of sluice: hello-world throughput of Express, Koa and Hono (node-server) with no
+// limiter, with sluice (memory store, one and two policies) and, for Express, with
+// express-rate-limit under the same limits. Each server runs in its own process; on Linux the
+// servers are pinned to one CPU and this load generator to another. Runs are interleaved
+// (every target once per round, the order rotating) and summarised by medians.
+//
+//   pnpm bench:http                      # BENCH_RUNS=5 BENCH_DURATION=5 BENCH_CONNECTIONS=32
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
+import { cpus } from 'node:os'
+import { fileURLToPath } from 'node:url'
+import autocannon from 'autocannon'
+import { CLIENT_HEADER, CLIENTS, type Framework, LIMITS, VARIANTS, type Variant } from './http/config.js'
+
+const RUNS = Number(process.env.BENCH_RUNS ?? 5)
+const DURATION_S = Number(process.env.BENCH_DURATION ?? 5)
+const WARMUP_S = 2
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32)
+const SERVER_SCRIPT = fileURLToPath(new URL('./http/server.ts', import.meta.url))
+
+interface Target {
+  framework: Framework
+  variant: Variant
+  child: ChildProcess
+  url: string
+}
+
+interface Sample {
+  rps: number
+  p99: number
+  non2xx: number
+  errors: number
+}
+
+const pinned = process.platform === 'linux' && cpus().length >= 2 && process.env.BENCH_PIN !== '0'
+if (pinned) spawnSync('taskset', ['-a', '-cp', '0', String(process.pid)], { stdio: 'ignore' })
+
+function startServer(framework: Framework, variant: Variant): Promise<Target> {
+  const node = [process.execPath, '--import', 'tsx', '--conditions=source', SERVER_SCRIPT, framework, variant]
+  const [command, ...args] = pinned ? ['taskset', '-c', '1', ...node] : node
+  const child = spawn(command!, args, {
+    env: { ...process.env, NODE_ENV: 'production' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  return new Promise((resolve, reject) => {
+    let output = ''
+    child.stdout!.on('data', (chunk: Buffer) => {
+      output += chunk.toString()
+      const match = /listening (\d+)/.exec(output)
+      if (match) resolve({ framework, variant, child, url: `http://127.0.0.1:${match[1]}` })
+    })
+    child.once('exit', (code) => reject(new Error(`${framework} ${variant} server exited (${code}): ${output}`)))
+  })
+}
+
+/** One request template per client id, so the limiters see CLIENTS keys, not one. */
+const requests = Array.from({ length: CLIENTS }, (_, i) => ({
+  method: 'GET' as const,
+  path: '/',
+  headers: { [CLIENT_HEADER]: `client-${i}` },
+}))
+
+async function load(url: string, duration: number): Promise<Sample> {
+  const result = await autocannon({ url, connections: CONNECTIONS, duration, requests })
+  return {
+    rps: result.requests.average,
+    p99: result.latency.p99,
+    non2xx: result.non2xx,
+    errors: result.errors + result.timeouts,
+  }
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = sorted.length >> 1
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
+}
+
+const targets: Target[] = []
+try {
+  for (const framework of Object.keys(VARIANTS) as Framework[]) {
+    for (const variant of VARIANTS[framework]) targets.push(await startServer(framework, variant))
+  }
+  for (const target of targets) await load(target.url, WARMUP_S)
+
+  const samples = new Map<Target, Sample[]>(targets.map((t) => [t, []]))
+  for (let round = 0; round < RUNS; round++) {
+    const order = [...targets.slice(round % targets.length), ...targets.slice(0, round % targets.length)]
+    for (const target of order) {
+      const sample = await load(target.url, DURATION_S)
+      samples.get(target)!.push(sample)
+      console.error(
+        `round ${round + 1}/${RUNS}  ${target.framework.padEnd(7)} ${target.variant.padEnd(8)} ${Math.round(sample.rps)} req/s`,
+      )
+    }
+  }
+
+  const baseline = (framework: Framework) =>
+    samples.get(targets.find((t) => t.framework === framework && t.variant === 'none')!)!
+  console.log(`
+HTTP hello world, ${RUNS} interleaved runs of ${DURATION_S} s each, ${CONNECTIONS} connections, ${CLIENTS} client keys
+limits: 1 policy = ${LIMITS[0].limit}/${LIMITS[0].window / 1000}s, 2 policies = that + ${LIMITS[1].limit}/${LIMITS[1].window / 1000}s
+node ${process.version}, ${cpus().length} × ${cpus()[0]?.model.trim()}, ${pinned ? 'server pinned to CPU 1, load generator to CPU 0' : 'not pinned'}
+
+| framework | limiter | req/s (median) | min–max | vs no limiter (median of per-run ratios) | p99 ms (median) | non-2xx |
+|---|---|---:|---:|---:|---:|---:|`)
+  for (const target of targets) {
+    const runs = samples.get(target)!
+    const base = baseline(target.framework)
+    const ratio = median(runs.map((s, i) => s.rps / base[i]!.rps))
+    const rps = runs.map((s) => s.rps)
+    const failures = runs.reduce((n, s) => n + s.non2xx + s.errors, 0)
+    console.log(
+      `| ${target.framework} | ${label(target.variant)} | ${Math.round(median(rps))} | ${Math.round(Math.min(...rps))}–${Math.round(Math.max(...rps))} | ${target.variant === 'none' ? '1' : ratio.toFixed(3)} | ${median(runs.map((s) => s.p99))} | ${failures} |`,
+    )
+  }
+} finally {
+  for (const target of targets) target.child.kill('SIGTERM')
+}
+
+function label(variant: Variant): string {
+  return {
+    none: 'none',
+    'sluice-1': 'sluice, 1 policy',
+    'sluice-2': 'sluice, 2 policies',
+    'erl-1': 'express-rate-limit, 1 window',
+    'erl-2': 'express-rate-limit, 2 windows',
+  }[variant]
+}
