@@ -1,1 +1,10 @@
-export {}
+export { CountMinSketch } from './count-min.js'
+export type { FilteredStoreOptions } from './filtered-store.js'
+export { FilteredStore } from './filtered-store.js'
+export type { InflightGuard } from './inflight.js'
+export { InflightCounter, SketchInflightCounter } from './inflight.js'
+export type { RateComponents, RateEstimatorOptions } from './rate-estimator.js'
+export { RateEstimator } from './rate-estimator.js'
+export type { SketchShape } from './shape.js'
+export type { SketchStoreOptions } from './sketch-store.js'
+export { SketchStore } from './sketch-store.js'
