@@ -1,1 +1,98 @@
-export {}
+import {
+  type Adapter,
+  type ConcurrencyInfo,
+  type ConcurrencyLimitOptions as CoreConcurrencyOptions,
+  type RateLimitOptions as CoreRateLimitOptions,
+  createConcurrencyHandler,
+  createRateLimitHandler,
+  type Decision,
+  type HeaderEntry,
+  type Limiter,
+  type ResponseBody,
+} from '@sluice/core'
+import type { NextFunction, Request, RequestHandler, Response } from 'express'
+
+declare global {
+  namespace Express {
+    interface Request {
+      /** The rate-limit decision for this request, set by `@sluice/express`'s `rateLimit()`. */
+      rateLimit?: Decision
+    }
+  }
+}
+
+type Args = [req: Request, res: Response]
+export type RateLimitOptions = CoreRateLimitOptions<Args, unknown>
+export type ConcurrencyLimitOptions = CoreConcurrencyOptions<Args, unknown>
+export type { ConcurrencyInfo, Decision }
+
+export interface RateLimitMiddleware extends RequestHandler {
+  /** The limiter behind the middleware: `peek`, `reset` and `consume` by key. */
+  readonly limiter: Limiter
+}
+
+// `req.ip` follows the app's `trust proxy` setting; it is undefined once the socket is gone.
+const adapter: Adapter<Args> = {
+  name: '@sluice/express',
+  addressSource: 'req.ip',
+  address: (req) => req.ip,
+}
+
+function writeHeaders(res: Response, headers: readonly HeaderEntry[]): void {
+  for (const { name, value, append } of headers) {
+    if (append) res.append(name, value)
+    else res.setHeader(name, value)
+  }
+}
+
+async function deny(
+  res: Response,
+  status: number,
+  headers: readonly HeaderEntry[],
+  response: ResponseBody | (() => unknown),
+) {
+  res.status(status)
+  writeHeaders(res, headers)
+  if (typeof response === 'function') await response()
+  else res.setHeader('Content-Type', response.contentType).end(response.text)
+}
+
+/** Rate limits requests: `app.use(rateLimit({ limits: ['100/min', '2/s'] }))`. */
+export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
+  const handler = createRateLimitHandler(options, adapter)
+  const middleware = (req: Request, res: Response, next: NextFunction): void => {
+    handler
+      .plan(req, res)
+      .then(async (plan) => {
+        if (plan.kind === 'skip') return next()
+        req.rateLimit = plan.decision
+        if (plan.kind === 'continue') {
+          writeHeaders(res, plan.headers)
+          return next()
+        }
+        await deny(res, plan.status, plan.headers, plan.response)
+      })
+      .catch(next)
+  }
+  return Object.assign(middleware, { limiter: handler.limiter })
+}
+
+/** At most `limit` requests in flight per key; a slot is freed when the response finishes or the client leaves. */
+export function concurrencyLimit(options: ConcurrencyLimitOptions): RequestHandler {
+  const handler = createConcurrencyHandler(options, adapter)
+  return (req, res, next) => {
+    handler
+      .plan(req, res)
+      .then(async (plan) => {
+        if (plan.kind === 'skip') return next()
+        if (plan.kind === 'deny') return deny(res, plan.status, plan.headers, plan.response)
+        writeHeaders(res, plan.headers)
+        // 'close' follows 'finish' and also fires on abort; the release itself runs once.
+        res.once('finish', plan.release)
+        res.once('close', plan.release)
+        if (res.writableFinished || res.closed) plan.release()
+        next()
+      })
+      .catch(next)
+  }
+}

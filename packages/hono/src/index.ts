@@ -1,1 +1,146 @@
-export {}
+import {
+  type Adapter,
+  ConfigError,
+  type ConcurrencyInfo,
+  type ConcurrencyLimitOptions as CoreConcurrencyOptions,
+  type RateLimitOptions as CoreRateLimitOptions,
+  createConcurrencyHandler,
+  createRateLimitHandler,
+  type Decision,
+  type HeaderEntry,
+  type Limiter,
+  onStreamDone,
+  type ResponseBody,
+} from '@sluice/core'
+import type { Context, MiddlewareHandler } from 'hono'
+import type { GetConnInfo } from 'hono/conninfo'
+
+type Args = [c: Context]
+type Awaitable<T> = T | Promise<T>
+
+interface AddressOptions {
+  /**
+   * The runtime's connection info, e.g. `getConnInfo` from `hono/bun`, `hono/deno` or
+   * `@hono/node-server/conninfo`, for the default key. Default: detected (see `clientAddress`).
+   */
+  getConnInfo?: GetConnInfo
+}
+export type RateLimitOptions = CoreRateLimitOptions<Args, Awaitable<Response>> & AddressOptions
+export type ConcurrencyLimitOptions = CoreConcurrencyOptions<Args, Awaitable<Response>> & AddressOptions
+export type { ConcurrencyInfo, Decision }
+
+/** The variables `rateLimit()` sets: type your app with `new Hono<{ Variables: RateLimitVariables }>()`. */
+export interface RateLimitVariables {
+  /** The rate-limit decision for this request (undefined when `skip` let it through). */
+  rateLimit: Decision | undefined
+}
+
+export type RateLimitMiddleware = MiddlewareHandler<{ Variables: RateLimitVariables }> & {
+  /** The limiter behind the middleware: `peek`, `reset` and `consume` by key. */
+  readonly limiter: Limiter
+}
+
+interface RuntimeEnv {
+  /** @hono/node-server */
+  incoming?: { socket?: { remoteAddress?: string } }
+  /** Deno.serve's ServeHandlerInfo */
+  remoteAddr?: { hostname?: string }
+  /** Bun.serve's Server */
+  requestIP?: (request: Request) => { address?: string } | null
+}
+
+/**
+ * The connection's peer address where the runtime tells us: Node (@hono/node-server), Deno, Bun,
+ * and Cloudflare Workers, whose edge sets `cf-connecting-ip`. That header is trusted only on
+ * Cloudflare's own runtime: anywhere else a client can send it. No forwarding header is read.
+ */
+export function clientAddress(c: Context): string | undefined {
+  const env = (c.env ?? {}) as RuntimeEnv
+  if (env.incoming?.socket) return env.incoming.socket.remoteAddress
+  if (env.remoteAddr) return env.remoteAddr.hostname
+  if (typeof env.requestIP === 'function') return env.requestIP(c.req.raw)?.address ?? undefined
+  if (onCloudflare(c)) return c.req.header('cf-connecting-ip')
+  return undefined
+}
+
+function onCloudflare(c: Context): boolean {
+  const { navigator } = globalThis as { navigator?: { userAgent?: string } }
+  const { cf } = c.req.raw as { cf?: unknown }
+  return navigator?.userAgent === 'Cloudflare-Workers' || (typeof cf === 'object' && cf !== null)
+}
+
+function adapterFor(options: AddressOptions): Adapter<Args> {
+  const { getConnInfo } = options
+  if (getConnInfo !== undefined && typeof getConnInfo !== 'function') {
+    throw new ConfigError('getConnInfo', getConnInfo, "must be a function such as getConnInfo from 'hono/bun'")
+  }
+  return {
+    name: '@sluice/hono',
+    addressSource: getConnInfo ? 'getConnInfo(c).remote.address' : "the runtime's connection info",
+    address: getConnInfo ? (c) => getConnInfo(c).remote.address : clientAddress,
+    extraOptions: ['getConnInfo'],
+  }
+}
+
+function writeHeaders(c: Context, headers: readonly HeaderEntry[]): void {
+  for (const { name, value, append } of headers) c.header(name, value, { append })
+}
+
+async function deny(
+  c: Context,
+  status: number,
+  headers: readonly HeaderEntry[],
+  response: ResponseBody | (() => Awaitable<Response>),
+): Promise<Response> {
+  c.status(status as 429)
+  writeHeaders(c, headers)
+  if (typeof response !== 'function')
+    return c.body(response.text, status as 429, { 'Content-Type': response.contentType })
+  const res = await response()
+  // A Response built by hand (not with c.json or c.body) lacks the headers set above.
+  const missing = headers.filter((h) => !res.headers.has(h.name))
+  if (missing.length === 0) return res
+  c.res = res
+  writeHeaders(c, missing)
+  return c.res
+}
+
+/** Rate limits requests: `app.use(rateLimit({ limits: ['100/min', '2/s'] }))`. */
+export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
+  const handler = createRateLimitHandler(options, adapterFor(options))
+  const middleware: MiddlewareHandler<{ Variables: RateLimitVariables }> = async (c, next) => {
+    const plan = await handler.plan(c)
+    if (plan.kind === 'skip') return next()
+    c.set('rateLimit', plan.decision)
+    if (plan.kind === 'deny') return deny(c, plan.status, plan.headers, plan.response)
+    await next()
+    // Set after the handler: a Response it returns replaces anything set before.
+    writeHeaders(c, plan.headers)
+  }
+  return Object.assign(middleware, { limiter: handler.limiter })
+}
+
+/**
+ * At most `limit` requests in flight per key. The slot is freed when the handler is done, or,
+ * for a response with a body, when the body has been sent or cancelled by a client that left.
+ */
+export function concurrencyLimit(options: ConcurrencyLimitOptions): MiddlewareHandler {
+  const handler = createConcurrencyHandler(options, adapterFor(options))
+  return async (c, next) => {
+    const plan = await handler.plan(c)
+    if (plan.kind === 'skip') return next()
+    if (plan.kind === 'deny') return deny(c, plan.status, plan.headers, plan.response)
+    let handedOver = false
+    try {
+      await next()
+      writeHeaders(c, plan.headers)
+      const { body } = c.res
+      if (body) {
+        c.res = new Response(onStreamDone(body, plan.release), c.res)
+        handedOver = true
+      }
+    } finally {
+      if (!handedOver) plan.release()
+    }
+  }
+}

@@ -1,1 +1,92 @@
-export {}
+import {
+  type Adapter,
+  type ConcurrencyInfo,
+  type ConcurrencyLimitOptions as CoreConcurrencyOptions,
+  type RateLimitOptions as CoreRateLimitOptions,
+  createConcurrencyHandler,
+  createRateLimitHandler,
+  type Decision,
+  type HeaderEntry,
+  type Limiter,
+  type ResponseBody,
+} from '@sluice/core'
+import type { Context, Middleware } from 'koa'
+
+type Args = [ctx: Context]
+export type RateLimitOptions = CoreRateLimitOptions<Args, unknown>
+export type ConcurrencyLimitOptions = CoreConcurrencyOptions<Args, unknown>
+export type { ConcurrencyInfo, Decision }
+
+/** What `rateLimit()` adds to `ctx.state`. */
+export interface RateLimitState {
+  /** The rate-limit decision for this request (absent when `skip` let it through). */
+  rateLimit?: Decision
+}
+
+export type RateLimitMiddleware = Middleware<RateLimitState> & {
+  /** The limiter behind the middleware: `peek`, `reset` and `consume` by key. */
+  readonly limiter: Limiter
+}
+
+// `ctx.ip` follows `app.proxy`, `proxyIpHeader` and `maxIpsCount`; '' when the socket is gone.
+const adapter: Adapter<Args> = {
+  name: '@sluice/koa',
+  addressSource: 'ctx.ip',
+  address: (ctx) => ctx.ip || undefined,
+}
+
+function writeHeaders(ctx: Context, headers: readonly HeaderEntry[]): void {
+  for (const { name, value, append } of headers) {
+    if (append) ctx.append(name, value)
+    else ctx.set(name, value)
+  }
+}
+
+async function deny(
+  ctx: Context,
+  status: number,
+  headers: readonly HeaderEntry[],
+  response: ResponseBody | (() => unknown),
+) {
+  ctx.status = status
+  writeHeaders(ctx, headers)
+  if (typeof response === 'function') {
+    await response()
+    return
+  }
+  // Set first: Koa only guesses a Content-Type for a body when none is set.
+  ctx.set('Content-Type', response.contentType)
+  ctx.body = response.text
+}
+
+/** Rate limits requests: `app.use(rateLimit({ limits: ['100/min', '2/s'] }))`. */
+export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
+  const handler = createRateLimitHandler(options, adapter)
+  const middleware: Middleware<RateLimitState> = async (ctx, next) => {
+    const plan = await handler.plan(ctx)
+    if (plan.kind === 'skip') return next()
+    ctx.state.rateLimit = plan.decision
+    if (plan.kind === 'deny') return deny(ctx, plan.status, plan.headers, plan.response)
+    writeHeaders(ctx, plan.headers)
+    return next()
+  }
+  return Object.assign(middleware, { limiter: handler.limiter })
+}
+
+/** At most `limit` requests in flight per key; a slot is freed when the response finishes or the client leaves. */
+export function concurrencyLimit(options: ConcurrencyLimitOptions): Middleware {
+  const handler = createConcurrencyHandler(options, adapter)
+  return async (ctx, next) => {
+    const plan = await handler.plan(ctx)
+    if (plan.kind === 'skip') return next()
+    if (plan.kind === 'deny') return deny(ctx, plan.status, plan.headers, plan.response)
+    writeHeaders(ctx, plan.headers)
+    // The response outlives this middleware when the body is a stream: free the slot only when
+    // it is written ('finish') or abandoned ('close'); the release itself runs once.
+    const { res } = ctx
+    res.once('finish', plan.release)
+    res.once('close', plan.release)
+    if (res.writableFinished || res.closed) plan.release()
+    return next()
+  }
+}

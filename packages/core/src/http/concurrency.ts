@@ -1,0 +1,104 @@
+import { ConfigError } from '../errors.js'
+import {
+  concurrencyHeaders,
+  type HeaderEntry,
+  type HeaderMode,
+  type HeadersOption,
+  headerModeOption,
+  sfString,
+} from './headers.js'
+import { InflightSlots } from './inflight.js'
+import {
+  type Adapter,
+  assertKnownOptions,
+  assertObject,
+  COMMON_OPTIONS,
+  type CommonOptions,
+  parseCommon,
+} from './options.js'
+import { concurrencyProblem } from './problem.js'
+import { messageBody, problemBody, type ResponseBody } from './response.js'
+
+/** What `message` and `onLimited` of a concurrency limit receive about the refusal. */
+export interface ConcurrencyInfo {
+  readonly name: string
+  readonly key: string
+  readonly limit: number
+  /** Requests in flight for the key when this one was refused. */
+  readonly inflight: number
+}
+
+export interface ConcurrencyLimitOptions<A extends unknown[], R = unknown>
+  extends CommonOptions<A, ConcurrencyInfo, R> {
+  /** Requests in flight at once per key, in this process. */
+  limit: number
+  /** The policy name in headers and problem details. Default `'concurrency'`. */
+  name?: string
+  /** `'draft-11'` (default, quota unit `"concurrent-requests"`) or false; other modes send nothing. */
+  headers?: HeadersOption
+}
+
+const CONCURRENCY_OPTIONS = ['limit', 'name', 'headers', ...COMMON_OPTIONS]
+
+/**
+ * `continue`: set `headers`, call the next handler, and call `release` once the response is
+ * finished, failed or abandoned (extra calls do nothing). `deny`: as for rate limits.
+ */
+export type ConcurrencyPlan<R> =
+  | { readonly kind: 'skip' }
+  | { readonly kind: 'continue'; readonly headers: readonly HeaderEntry[]; readonly release: () => void }
+  | {
+      readonly kind: 'deny'
+      readonly info: ConcurrencyInfo
+      readonly status: number
+      readonly headers: readonly HeaderEntry[]
+      readonly response: ResponseBody | (() => R)
+    }
+
+export interface ConcurrencyHandler<A extends unknown[], R> {
+  readonly slots: InflightSlots
+  readonly headers: HeaderMode | false
+  plan(...args: A): Promise<ConcurrencyPlan<R>>
+}
+
+const SKIP = Object.freeze({ kind: 'skip' as const })
+const NOTHING_TO_RELEASE = (): void => {}
+
+export function createConcurrencyHandler<A extends unknown[], R>(
+  options: ConcurrencyLimitOptions<A, R>,
+  adapter: Adapter<A>,
+): ConcurrencyHandler<A, R> {
+  assertObject(options, '{ limit: 10 }')
+  const raw = options as unknown as Record<string, unknown>
+  assertKnownOptions(raw, [...CONCURRENCY_OPTIONS, ...(adapter.extraOptions ?? [])], 'concurrencyLimit()')
+  const { limit, name = 'concurrency' } = options
+  if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1) {
+    throw new ConfigError('limit', limit, 'must be a positive whole number of requests in flight')
+  }
+  if (typeof name !== 'string' || name === '') throw new ConfigError('name', name, 'must be a non-empty string')
+  sfString(name)
+  const headers = headerModeOption(options.headers)
+  const { key, skip, statusCode, message, onLimited, dryRun } = parseCommon<A, ConcurrencyInfo, R>(raw, adapter)
+  const slots = new InflightSlots(limit)
+
+  return {
+    slots,
+    headers,
+    async plan(...args) {
+      if (skip && (await skip(...args))) return SKIP
+      const requestKey = await key(...args)
+      const release = slots.acquire(requestKey)
+      const available = limit - slots.count(requestKey)
+      const entries = concurrencyHeaders(name, limit, available, headers)
+      if (release) return { kind: 'continue', headers: entries, release }
+      if (dryRun) return { kind: 'continue', headers: entries, release: NOTHING_TO_RELEASE }
+      const info: ConcurrencyInfo = { name, key: requestKey, limit, inflight: slots.count(requestKey) }
+      const response = onLimited
+        ? () => onLimited(...args, info)
+        : message === undefined
+          ? problemBody(concurrencyProblem(name, limit, statusCode))
+          : await messageBody(message, args, info)
+      return { kind: 'deny', info, status: statusCode, headers: entries, response }
+    },
+  }
+}

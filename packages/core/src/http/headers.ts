@@ -1,0 +1,151 @@
+import type { Decision, PolicyDecision } from '../decision.js'
+import { ConfigError } from '../errors.js'
+
+/**
+ * `'draft-11'`: the IETF RateLimit / RateLimit-Policy lists, one member per policy.
+ * `'draft-7'` and `'draft-6'`: the binding policy only, exactly as express-rate-limit writes
+ * them, for clients that parse those shapes. `'legacy'`: `X-RateLimit-*`.
+ */
+export const HEADER_MODES = ['draft-11', 'draft-7', 'draft-6', 'legacy'] as const
+export type HeaderMode = (typeof HEADER_MODES)[number]
+/** `true` means the default, `'draft-11'`; `false` sends none (Retry-After is still sent on denial). */
+export type HeadersOption = HeaderMode | boolean
+
+/**
+ * One header to write. `append` marks the structured-field lists that several limiters on one
+ * response add to (as members) instead of overwriting.
+ */
+export interface HeaderEntry {
+  readonly name: string
+  readonly value: string
+  readonly append: boolean
+}
+
+export function headerModeOption(value: unknown, field = 'headers'): HeaderMode | false {
+  if (value === undefined || value === true) return 'draft-11'
+  if (value === false) return false
+  if (typeof value === 'string' && (HEADER_MODES as readonly string[]).includes(value)) return value as HeaderMode
+  const hint =
+    typeof value === 'string' && /^draft-(8|9|10)$/.test(value)
+      ? `; ${value} has the same syntax as draft-11, so use 'draft-11'`
+      : ''
+  throw new ConfigError(
+    field,
+    value,
+    `must be one of ${HEADER_MODES.map((m) => `'${m}'`).join(', ')}, true or false${hint}`,
+  )
+}
+
+/** Whole seconds, rounded up, never below 1: the Retry-After value for a wait of `ms`. */
+export function retryAfterSeconds(ms: number): number {
+  return Math.max(1, Math.ceil(ms / 1000))
+}
+
+/**
+ * The policy that `decision.limit/remaining/resetAfter` describe: the denying policy with the
+ * longest wait, else the first with the least remaining (the same rule as `toDecision`).
+ */
+export function bindingPolicy(decision: Decision): PolicyDecision {
+  const { policies } = decision
+  let binding = policies[0] as PolicyDecision
+  for (const p of policies) {
+    if (
+      decision.allowed
+        ? p.remaining < binding.remaining
+        : !p.allowed && (binding.allowed || p.retryAfter > binding.retryAfter)
+    ) {
+      binding = p
+    }
+  }
+  return binding
+}
+
+/**
+ * Seconds until the policy's quota comes back. A policy that denied reports its retry time, so
+ * that Retry-After never points before the end of the effective window (draft-11 §6) and
+ * draft-6's Reset matches Retry-After.
+ */
+export function resetSeconds(policy: PolicyDecision): number {
+  return Math.max(0, Math.ceil((policy.allowed ? policy.resetAfter : policy.retryAfter) / 1000))
+}
+
+/** A window in whole seconds, rounded up and at least 1 (draft-11 `w` is non-zero). */
+function windowSeconds(policy: PolicyDecision): number {
+  return Math.max(1, Math.ceil(policy.window / 1000))
+}
+
+/** An RFC 9651 String: printable ASCII only, with `"` and `\` escaped. */
+export function sfString(text: string): string {
+  if (!/^[\x20-\x7e]*$/.test(text)) throw new ConfigError('name', text, 'must be printable ASCII to appear in a header')
+  return `"${text.replace(/[\\"]/g, '\\$&')}"`
+}
+
+/**
+ * The rate-limit headers for a decision in the given mode (Retry-After is separate, see
+ * `retryAfterSeconds`). `now` (epoch ms) is used only by `'legacy'`, whose Reset is an epoch
+ * time in seconds as express-rate-limit and GitHub send it.
+ */
+export function rateLimitHeaders(
+  decision: Decision,
+  mode: HeaderMode | false,
+  now: number = Date.now(),
+): HeaderEntry[] {
+  if (mode === false) return []
+  if (mode === 'draft-11') {
+    const policy = decision.policies.map((p) => `${sfString(p.name)};q=${p.limit};w=${windowSeconds(p)}`).join(', ')
+    const state = decision.policies.map((p) => `${sfString(p.name)};r=${p.remaining};t=${resetSeconds(p)}`).join(', ')
+    return [entry('RateLimit-Policy', policy, true), entry('RateLimit', state, true)]
+  }
+  const binding = bindingPolicy(decision)
+  const limit = String(binding.limit)
+  const remaining = String(binding.remaining)
+  const reset = resetSeconds(binding)
+  switch (mode) {
+    case 'draft-7':
+      return [
+        entry('RateLimit-Policy', `${limit};w=${windowSeconds(binding)}`),
+        entry('RateLimit', `limit=${limit}, remaining=${remaining}, reset=${reset}`),
+      ]
+    case 'draft-6':
+      return [
+        entry('RateLimit-Policy', `${limit};w=${windowSeconds(binding)}`),
+        entry('RateLimit-Limit', limit),
+        entry('RateLimit-Remaining', remaining),
+        entry('RateLimit-Reset', String(reset)),
+      ]
+    case 'legacy':
+      return [
+        entry('X-RateLimit-Limit', limit),
+        entry('X-RateLimit-Remaining', remaining),
+        entry(
+          'X-RateLimit-Reset',
+          String(Math.ceil((now + (binding.allowed ? binding.resetAfter : binding.retryAfter)) / 1000)),
+        ),
+      ]
+  }
+}
+
+/**
+ * Draft-11 headers for an in-flight limit: quota unit `"concurrent-requests"`, no window.
+ * Other modes have no way to say "concurrent", so they send nothing.
+ */
+export function concurrencyHeaders(
+  name: string,
+  limit: number,
+  available: number,
+  mode: HeaderMode | false,
+): HeaderEntry[] {
+  if (mode !== 'draft-11') return []
+  return [
+    entry('RateLimit-Policy', `${sfString(name)};q=${limit};qu="concurrent-requests"`, true),
+    entry('RateLimit', `${sfString(name)};r=${Math.max(0, available)}`, true),
+  ]
+}
+
+export function retryAfterHeader(ms: number): HeaderEntry {
+  return entry('Retry-After', String(retryAfterSeconds(ms)))
+}
+
+function entry(name: string, value: string, append = false): HeaderEntry {
+  return { name, value, append }
+}

@@ -1,0 +1,141 @@
+import { ConfigError } from '../errors.js'
+import type { Awaitable } from '../store.js'
+import { ClientAddressError, ipKey, ipv6SubnetOption } from './client-ip.js'
+import type { Message } from './response.js'
+
+/** What an adapter tells the shared code about its framework. */
+export interface Adapter<A extends unknown[]> {
+  /** The package name, for error messages: `'@sluice/express'`. */
+  readonly name: string
+  /** Where the default key comes from, for error messages: `'req.ip'`. */
+  readonly addressSource: string
+  /** The client address as the framework resolves it (under its proxy trust settings). */
+  address(...args: A): string | undefined
+  /** Adapter-specific option names that the shared validation must accept. */
+  readonly extraOptions?: readonly string[]
+}
+
+/** Options every adapter middleware shares; `A` is the framework's handler arguments. */
+export interface CommonOptions<A extends unknown[], I, R> {
+  /**
+   * The client key. Default: the client IP as the framework resolves it, with IPv6 grouped by
+   * `ipv6Subnet`. Never a client-settable header unless your framework is told to trust one.
+   */
+  key?: (...args: A) => Awaitable<string>
+  /** Return true to let the request through untouched: not counted, no headers. */
+  skip?: (...args: A) => Awaitable<boolean>
+  /** Status of a denial. Default 429. */
+  statusCode?: number
+  /** Body of a denial instead of the RFC 9457 problem details. */
+  message?: Message<A, I>
+  /** Writes the denial response itself; status and headers are already set when it runs. */
+  onLimited?: (...args: [...A, I]) => R
+  /** Decide and report (state, headers) but never block or delay. */
+  dryRun?: boolean
+  /** Prefix length that groups IPv6 clients for the default key (32–64, default 56), or false. */
+  ipv6Subnet?: number | false
+}
+
+export interface CommonConfig<A extends unknown[], I, R> {
+  readonly key: (...args: A) => Awaitable<string>
+  readonly skip: ((...args: A) => Awaitable<boolean>) | undefined
+  readonly statusCode: number
+  readonly message: Message<A, I> | undefined
+  readonly onLimited: ((...args: [...A, I]) => R) | undefined
+  readonly dryRun: boolean
+}
+
+export const COMMON_OPTIONS = ['key', 'skip', 'statusCode', 'message', 'onLimited', 'dryRun', 'ipv6Subnet'] as const
+
+/** Options of other rate limiters that people bring along, and what to write instead. */
+const HINTS: Readonly<Record<string, string>> = {
+  windowMs: "set the window in limits, e.g. limits: ['100/15min']",
+  max: "set the limit in limits, e.g. limits: ['100/15min']",
+  duration: "set the window in limits, e.g. limits: ['100/1h']",
+  keyGenerator: 'use key: (request) => string',
+  id: 'use key: (ctx) => string',
+  handler: 'use onLimited',
+  standardHeaders: "use headers: 'draft-11' | 'draft-7' | 'draft-6' | 'legacy' | false",
+  legacyHeaders: "use headers: 'legacy'",
+  status: 'use statusCode',
+  errorMessage: 'use message',
+  whitelist: 'use skip',
+  allowList: 'use skip',
+  passOnStoreError: "use onStoreError: 'allow' | 'deny' | a fallback store",
+  requestPropertyName: 'the decision is always exposed under the name rateLimit',
+  skipSuccessfulRequests: 'every admitted request counts; this is not supported',
+  skipFailedRequests: 'every admitted request counts; this is not supported',
+}
+
+export function assertObject(options: unknown, example: string): asserts options is Record<string, unknown> {
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw new ConfigError('options', options, `must be an object such as ${example}`)
+  }
+}
+
+/** Rejects misspelt or foreign options, naming the known ones (and the right one, when we can tell). */
+export function assertKnownOptions(options: Record<string, unknown>, known: readonly string[], fn: string): void {
+  for (const name of Object.keys(options)) {
+    if (known.includes(name) || options[name] === undefined) continue
+    const hint = HINTS[name]
+    throw new ConfigError(
+      name,
+      options[name],
+      `is not an option of ${fn}${hint ? `: ${hint}` : ''} (known options: ${known.join(', ')})`,
+    )
+  }
+}
+
+function optionalFunction<T>(name: string, value: unknown): T | undefined {
+  if (value === undefined) return undefined
+  if (typeof value !== 'function') throw new ConfigError(name, value, 'must be a function')
+  return value as T
+}
+
+export function parseCommon<A extends unknown[], I, R>(
+  options: Record<string, unknown>,
+  adapter: Adapter<A>,
+): CommonConfig<A, I, R> {
+  const statusCode = options.statusCode ?? 429
+  if (typeof statusCode !== 'number' || !Number.isInteger(statusCode) || statusCode < 400 || statusCode > 599) {
+    throw new ConfigError('statusCode', statusCode, 'must be an HTTP error status from 400 to 599, such as 429 or 503')
+  }
+  const dryRun = options.dryRun ?? false
+  if (typeof dryRun !== 'boolean') throw new ConfigError('dryRun', dryRun, 'must be true or false')
+
+  const { message } = options
+  if (message !== undefined && (message === null || !['string', 'object', 'function'].includes(typeof message))) {
+    throw new ConfigError('message', message, 'must be a string, a JSON-serialisable object or a function')
+  }
+  const onLimited = optionalFunction<(...args: [...A, I]) => R>('onLimited', options.onLimited)
+  if (onLimited && message !== undefined) {
+    throw new ConfigError('message', message, 'cannot be used with onLimited, which writes the response itself')
+  }
+
+  const customKey = optionalFunction<(...args: A) => Awaitable<string>>('key', options.key)
+  if (customKey && options.ipv6Subnet !== undefined) {
+    throw new ConfigError(
+      'ipv6Subnet',
+      options.ipv6Subnet,
+      'applies to the default key only; with your own key, group addresses with ipKey(address, subnet)',
+    )
+  }
+  const subnet = ipv6SubnetOption(options.ipv6Subnet)
+  const key =
+    customKey ??
+    ((...args: A): string => {
+      const address = adapter.address(...args)
+      const key = ipKey(address, subnet)
+      if (key === undefined) throw new ClientAddressError(adapter.name, adapter.addressSource, address)
+      return key
+    })
+
+  return {
+    key,
+    skip: optionalFunction('skip', options.skip),
+    statusCode,
+    message: message as Message<A, I> | undefined,
+    onLimited,
+    dryRun,
+  }
+}

@@ -1,0 +1,151 @@
+import type { Decision } from '../decision.js'
+import { ConfigError } from '../errors.js'
+import { createLimiter, type Limiter, type LimiterOptions } from '../limiter.js'
+import { capacityOf } from '../policy.js'
+import type { Awaitable } from '../store.js'
+import {
+  type HeaderEntry,
+  type HeaderMode,
+  type HeadersOption,
+  headerModeOption,
+  rateLimitHeaders,
+  retryAfterHeader,
+} from './headers.js'
+import {
+  type Adapter,
+  assertKnownOptions,
+  assertObject,
+  COMMON_OPTIONS,
+  type CommonOptions,
+  parseCommon,
+} from './options.js'
+import { rateLimitProblem } from './problem.js'
+import { messageBody, problemBody, type ResponseBody, sleep } from './response.js'
+
+/** `rateLimit()` options of every adapter; `A` is the framework's handler arguments, `R` what onLimited returns. */
+export interface RateLimitOptions<A extends unknown[], R = unknown>
+  extends Partial<LimiterOptions>,
+    CommonOptions<A, Decision, R> {
+  /** A limiter built with `createLimiter`, to share one across routes; replaces the limiter options. */
+  limiter?: Limiter
+  /** Units this request takes: a number or a function of the request. Default 1. */
+  cost?: number | ((...args: A) => Awaitable<number>)
+  /** Which rate-limit headers to send. Default `'draft-11'`. */
+  headers?: HeadersOption
+}
+
+const LIMITER_OPTIONS = ['limits', 'store', 'onStoreError', 'timeout', 'maxDelay'] as const
+const RATE_LIMIT_OPTIONS = [...LIMITER_OPTIONS, 'limiter', 'cost', 'headers', ...COMMON_OPTIONS]
+
+/**
+ * What an adapter does with one request. `skip`: call the next handler, nothing else.
+ * `continue`: set `headers`, expose `decision`, call the next handler (any shaping delay has
+ * already been waited). `deny`: expose `decision`, set `status` and `headers`, then either send
+ * `response` (a body) or call it (the user's onLimited); never call the next handler.
+ */
+export type RateLimitPlan<R> =
+  | { readonly kind: 'skip' }
+  | {
+      readonly kind: 'continue'
+      readonly decision: Decision
+      readonly headers: readonly HeaderEntry[]
+      /** Milliseconds the request was held for shaping. */
+      readonly delay: number
+    }
+  | {
+      readonly kind: 'deny'
+      readonly decision: Decision
+      readonly status: number
+      readonly headers: readonly HeaderEntry[]
+      readonly response: ResponseBody | (() => R)
+    }
+
+export interface RateLimitHandler<A extends unknown[], R> {
+  readonly limiter: Limiter
+  readonly headers: HeaderMode | false
+  plan(...args: A): Promise<RateLimitPlan<R>>
+}
+
+const SKIP = Object.freeze({ kind: 'skip' as const })
+
+/**
+ * Validates an adapter's `rateLimit()` options once, at construction, and returns the per-request
+ * planner that holds all of the limiting logic, so that adapters only translate.
+ */
+export function createRateLimitHandler<A extends unknown[], R>(
+  options: RateLimitOptions<A, R>,
+  adapter: Adapter<A>,
+): RateLimitHandler<A, R> {
+  assertObject(options, "{ limits: ['100/min', '2/s'] }")
+  const raw = options as Record<string, unknown>
+  assertKnownOptions(raw, [...RATE_LIMIT_OPTIONS, ...(adapter.extraOptions ?? [])], 'rateLimit()')
+  const common = parseCommon<A, Decision, R>(raw, adapter)
+  const limiter = limiterOf(options)
+  const headers = headerModeOption(options.headers)
+  const cost = costOf(options.cost, limiter)
+  const { key, skip, statusCode, message, onLimited, dryRun } = common
+
+  return {
+    limiter,
+    headers,
+    async plan(...args) {
+      if (skip && (await skip(...args))) return SKIP
+      const requestKey = await key(...args)
+      const units = typeof cost === 'function' ? await cost(...args) : cost
+      const decision = await limiter.consume(requestKey, { cost: units })
+      const entries = rateLimitHeaders(decision, headers)
+      if (decision.allowed || dryRun) {
+        const delay = dryRun ? 0 : decision.delay
+        if (delay > 0) await sleep(delay)
+        return { kind: 'continue', decision, headers: entries, delay }
+      }
+      entries.push(retryAfterHeader(decision.retryAfter))
+      const response = onLimited
+        ? () => onLimited(...args, decision)
+        : message === undefined
+          ? problemBody(rateLimitProblem(decision, statusCode))
+          : await messageBody(message, args, decision)
+      return { kind: 'deny', decision, status: statusCode, headers: entries, response }
+    },
+  }
+}
+
+function limiterOf(options: RateLimitOptions<unknown[], unknown>): Limiter {
+  const { limiter } = options
+  if (limiter === undefined) {
+    if (options.limits === undefined) {
+      throw new ConfigError(
+        'limits',
+        undefined,
+        "are required, e.g. limits: ['100/min', '2/s'] (or pass a prebuilt limiter)",
+      )
+    }
+    const { limits, store, onStoreError, timeout, maxDelay } = options
+    return createLimiter({ limits, store, onStoreError, timeout, maxDelay })
+  }
+  const candidate = limiter as Partial<Limiter> | null
+  if (
+    candidate === null ||
+    typeof candidate !== 'object' ||
+    typeof candidate.consume !== 'function' ||
+    !Array.isArray(candidate.policies)
+  ) {
+    throw new ConfigError('limiter', limiter, 'must be a limiter made by createLimiter()')
+  }
+  for (const field of LIMITER_OPTIONS) {
+    if (options[field] !== undefined) {
+      throw new ConfigError(field, options[field], 'belongs to the prebuilt limiter: set it in createLimiter() instead')
+    }
+  }
+  return limiter
+}
+
+function costOf<A extends unknown[]>(cost: unknown, limiter: Limiter): number | ((...args: A) => Awaitable<number>) {
+  if (cost === undefined) return 1
+  if (typeof cost === 'function') return cost as (...args: A) => Awaitable<number>
+  const most = Math.min(...limiter.policies.map(capacityOf))
+  if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 1 || cost > most) {
+    throw new ConfigError('cost', cost, `must be a whole number from 1 to ${most}, or a function of the request`)
+  }
+  return cost
+}
