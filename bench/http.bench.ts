@@ -4,7 +4,8 @@
 // servers are pinned to one CPU and this load generator to another. Runs are interleaved
 // (every target once per round, the order rotating) and summarised by medians.
 //
-//   pnpm bench:http                      # BENCH_RUNS=5 BENCH_DURATION=5 BENCH_CONNECTIONS=32
+//   pnpm bench:http     # env: BENCH_RUNS=5 BENCH_DURATION=5 BENCH_CONNECTIONS=32
+//                       #      BENCH_FRAMEWORKS=express,koa,hono BENCH_PIN=0 (no CPU pinning)
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { cpus } from 'node:os'
 import { fileURLToPath } from 'node:url'
@@ -15,7 +16,7 @@ const RUNS = Number(process.env.BENCH_RUNS ?? 5)
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 5)
 const WARMUP_S = 2
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32)
-const SERVER_SCRIPT = fileURLToPath(new URL('./http/server.ts', import.meta.url))
+const FRAMEWORKS = (process.env.BENCH_FRAMEWORKS?.split(',') ?? Object.keys(VARIANTS)) as Framework[]
 
 interface Target {
   framework: Framework
@@ -35,7 +36,8 @@ const pinned = process.platform === 'linux' && cpus().length >= 2 && process.env
 if (pinned) spawnSync('taskset', ['-a', '-cp', '0', String(process.pid)], { stdio: 'ignore' })
 
 function startServer(framework: Framework, variant: Variant): Promise<Target> {
-  const node = [process.execPath, '--import', 'tsx', '--conditions=source', SERVER_SCRIPT, framework, variant]
+  const script = fileURLToPath(new URL(`./http/${framework}.ts`, import.meta.url))
+  const node = [process.execPath, '--import', 'tsx', '--conditions=source', script, variant]
   const [command, ...args] = pinned ? ['taskset', '-c', '1', ...node] : node
   const child = spawn(command!, args, {
     env: { ...process.env, NODE_ENV: 'production' },
@@ -77,7 +79,7 @@ function median(values: readonly number[]): number {
 
 const targets: Target[] = []
 try {
-  for (const framework of Object.keys(VARIANTS) as Framework[]) {
+  for (const framework of FRAMEWORKS) {
     for (const variant of VARIANTS[framework]) targets.push(await startServer(framework, variant))
   }
   for (const target of targets) await load(target.url, WARMUP_S)

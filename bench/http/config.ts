@@ -1,4 +1,4 @@
-// What the HTTP benchmark compares, shared by the runner and the servers.
+// What the HTTP benchmark compares, shared by the runner (bench/http.bench.ts) and the servers.
 
 export type Framework = 'express' | 'koa' | 'hono'
 export type Variant = 'none' | 'sluice-1' | 'sluice-2' | 'erl-1' | 'erl-2'
@@ -10,11 +10,9 @@ export const VARIANTS: Record<Framework, readonly Variant[]> = {
   hono: ['none', 'sluice-1', 'sluice-2'],
 }
 
-export const POLICY_COUNT: Record<Variant, number> = { none: 0, 'sluice-1': 1, 'sluice-2': 2, 'erl-1': 1, 'erl-2': 2 }
-
 /**
- * High enough that nothing is denied: the benchmark measures the cost of deciding and of the
- * headers, not of short-circuiting with 429s. With CLIENTS keys, each sees well under 1000/s.
+ * High enough that nothing is denied: the benchmark measures deciding and writing headers, not
+ * short-circuiting with 429s. Spread over CLIENTS keys, each key sees far less than either limit.
  */
 export const LIMITS = [
   { limit: 1_000_000, window: 60_000 },
@@ -24,13 +22,21 @@ export const LIMITS = [
 /** Requests carry one of this many client ids in CLIENT_HEADER, the limiters' key. */
 export const CLIENTS = 1024
 export const CLIENT_HEADER = 'x-client-id'
+export const BODY = 'Hello, world!'
 
-/** `<framework> <variant>` from a server's command line. */
-export function parseTarget(args: readonly string[]): { framework: Framework; variant: Variant } {
-  const [framework, variant] = args
-  const variants: readonly string[] | undefined = VARIANTS[framework as Framework]
-  if (variants === undefined || variant === undefined || !variants.includes(variant)) {
-    throw new Error(`unknown benchmark target: ${args.join(' ')}`)
-  }
-  return { framework: framework as Framework, variant: variant as Variant }
+/** The policies a variant enforces: none, the first, or both. */
+export function limitsFor(variant: Variant): (typeof LIMITS)[number][] {
+  return LIMITS.slice(0, variant.endsWith('-2') ? 2 : variant.endsWith('-1') ? 1 : 0)
+}
+
+/** The variant a server was started with (its first argument), checked against VARIANTS. */
+export function variantArg(framework: Framework): Variant {
+  const variant = process.argv[2] as Variant
+  if (!VARIANTS[framework].includes(variant)) throw new Error(`unknown ${framework} variant: ${process.argv[2]}`)
+  return variant
+}
+
+/** How a server tells the runner its port. */
+export function listening(port: number): void {
+  console.log(`listening ${port}`)
 }

@@ -78,7 +78,7 @@ describe.each(['express', 'koa', 'hono-node'])('examples/%s', (name) => {
     expect(denied, `no 429 in ${statuses.join(', ')}`).toBeDefined()
     const headers = denied!.headers
     expect(headers.get('ratelimit-policy')).toBe('"5-per-1m";q=5;w=60, "1-per-1s";q=1;w=1')
-    expect(headers.get('ratelimit')).toMatch(/^"5-per-1m";r=[0-4];t=\d+, "1-per-1s";r=0;t=1$/)
+    expect(headers.get('ratelimit')).toMatch(/^"5-per-1m";r=[0-4];t=\d+, "1-per-1s";r=0;t=\d+$/)
     const retryAfter = Number(headers.get('retry-after'))
     expect(Number.isInteger(retryAfter)).toBe(true)
     expect(retryAfter).toBeGreaterThanOrEqual(1)

@@ -1,0 +1,33 @@
+// Express hello world for the HTTP benchmark, in its own process:
+//   node --import tsx --conditions=source bench/http/express.ts <variant>
+import type { AddressInfo } from 'node:net'
+import { rateLimit } from '@sluice/express'
+import express, { type RequestHandler } from 'express'
+import { rateLimit as expressRateLimit } from 'express-rate-limit'
+import { BODY, CLIENT_HEADER, limitsFor, listening, variantArg } from './config.js'
+
+const variant = variantArg('express')
+const limits = limitsFor(variant)
+const middleware: RequestHandler[] = []
+if (variant.startsWith('sluice')) {
+  middleware.push(rateLimit({ limits, key: (req) => req.get(CLIENT_HEADER) ?? '' }))
+} else {
+  // express-rate-limit takes one window per instance: one per policy, chained, as its users do.
+  for (const { limit, window } of limits) {
+    middleware.push(
+      expressRateLimit({
+        windowMs: window,
+        limit,
+        keyGenerator: (req) => req.get(CLIENT_HEADER) ?? '',
+        standardHeaders: 'draft-8',
+        legacyHeaders: false,
+      }),
+    )
+  }
+}
+
+const app = express()
+app.get('/', ...middleware, (_req, res) => {
+  res.send(BODY)
+})
+const server = app.listen(0, () => listening((server.address() as AddressInfo).port))

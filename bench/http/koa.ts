@@ -1,0 +1,14 @@
+// Koa hello world for the HTTP benchmark, in its own process:
+//   node --import tsx --conditions=source bench/http/koa.ts <variant>
+import type { AddressInfo } from 'node:net'
+import { rateLimit } from '@sluice/koa'
+import Koa from 'koa'
+import { BODY, CLIENT_HEADER, limitsFor, listening, variantArg } from './config.js'
+
+const variant = variantArg('koa')
+const app = new Koa()
+if (variant !== 'none') app.use(rateLimit({ limits: limitsFor(variant), key: (ctx) => ctx.get(CLIENT_HEADER) }))
+app.use((ctx) => {
+  ctx.body = BODY
+})
+const server = app.listen(0, () => listening((server.address() as AddressInfo).port))
