@@ -1,0 +1,45 @@
+/**
+ * One app process. Run several (different PORTs, same REDIS_URL) and they share one limit:
+ * 10 requests a minute and 3 a second per client IP, counted in Redis.
+ */
+import type { AddressInfo } from 'node:net'
+import { MemoryStore } from '@sluice/core'
+import { rateLimit } from '@sluice/express'
+import { RedisStore } from '@sluice/redis'
+import express from 'express'
+import { Redis } from 'ioredis'
+
+const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', {
+  // Fail fast while Redis is away (the limiter falls back), never replay stale commands later.
+  enableOfflineQueue: false,
+  maxRetriesPerRequest: 1,
+  autoResendUnfulfilledCommands: false,
+})
+redis.on('error', (error) => console.error(`[${process.pid}] redis: ${error.message}`))
+
+const app = express()
+app.get(
+  '/',
+  rateLimit({
+    limits: ['10/min', { limit: 3, window: '1s', algorithm: 'gcra' }],
+    store: new RedisStore({ client: redis, prefix: process.env.PREFIX ?? 'sluice-example:' }),
+    // Redis slow or down: decide in this process for a while instead of failing open.
+    onStoreError: new MemoryStore(),
+    timeout: 200,
+  }),
+  (req, res) => {
+    res.json({ pid: process.pid, remaining: req.rateLimit?.remaining, source: req.rateLimit?.source })
+  },
+)
+
+// Without the offline queue, requests before the connection is ready would use the fallback.
+await new Promise((resolve) => redis.once('ready', resolve))
+const server = app.listen(Number(process.env.PORT ?? 3000), '127.0.0.1', () => {
+  const { port } = server.address() as AddressInfo
+  console.log(`[${process.pid}] listening on http://127.0.0.1:${port}`)
+})
+
+process.on('SIGTERM', () => {
+  server.close()
+  redis.disconnect()
+})
