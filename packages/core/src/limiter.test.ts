@@ -14,9 +14,23 @@ describe('composition', () => {
   it('admits 100/min plus 2/s all-or-nothing and names the binding policy', async () => {
     const { clock, store } = clockedStore()
     clock.now = 1_020_000 // the start of a minute
-    const limiter = createLimiter({ limits: [{ limit: 5, window: '1m', algorithm: 'fixed-window' }, { limit: 2, window: '1s', algorithm: 'fixed-window' }], store })
+    const limiter = createLimiter({
+      limits: [
+        { limit: 5, window: '1m', algorithm: 'fixed-window' },
+        { limit: 2, window: '1s', algorithm: 'fixed-window' },
+      ],
+      store,
+    })
     const first = await limiter.consume('u')
-    expect(first).toMatchObject({ allowed: true, limit: 2, remaining: 1, resetAfter: 1000, retryAfter: 0, source: 'store', key: 'u' })
+    expect(first).toMatchObject({
+      allowed: true,
+      limit: 2,
+      remaining: 1,
+      resetAfter: 1000,
+      retryAfter: 0,
+      source: 'store',
+      key: 'u',
+    })
     expect(first.policies.map((p) => [p.name, p.remaining])).toEqual([
       ['5-per-1m', 4],
       ['2-per-1s', 1],
@@ -41,7 +55,13 @@ describe('composition', () => {
 
   it('reports the longest wait when several policies deny', async () => {
     const { store } = clockedStore()
-    const limiter = createLimiter({ limits: [{ limit: 1, window: 1000, algorithm: 'gcra' }, { limit: 1, window: 60_000, algorithm: 'gcra' }], store })
+    const limiter = createLimiter({
+      limits: [
+        { limit: 1, window: 1000, algorithm: 'gcra' },
+        { limit: 1, window: 60_000, algorithm: 'gcra' },
+      ],
+      store,
+    })
     await limiter.consume('k')
     const denied = await limiter.consume('k')
     expect(denied.retryAfter).toBe(60_000)
@@ -85,7 +105,11 @@ describe('composition', () => {
 
   it('applies a limiter-wide maxDelay to the policies that can shape', async () => {
     const { store } = clockedStore()
-    const limiter = createLimiter({ limits: [{ limit: 10, window: 1000, algorithm: 'gcra', burst: 1 }, '100/min'], maxDelay: 250, store })
+    const limiter = createLimiter({
+      limits: [{ limit: 10, window: 1000, algorithm: 'gcra', burst: 1 }, '100/min'],
+      maxDelay: 250,
+      store,
+    })
     expect(limiter.policies[0]?.maxDelay).toBe(250)
     expect(limiter.policies[1]?.maxDelay).toBe(0)
     const delays = []
@@ -144,14 +168,29 @@ describe('when the store fails', () => {
     })
 
     it(`denies with 'deny' when the store ${how}`, async () => {
-      const limiter = createLimiter({ limits: '10/s', store: faultyStore(behaviour), onStoreError: 'deny', timeout: 50 })
-      expect(await limiter.consume('k')).toMatchObject({ allowed: false, source: 'error', remaining: 0, retryAfter: 1000 })
+      const limiter = createLimiter({
+        limits: '10/s',
+        store: faultyStore(behaviour),
+        onStoreError: 'deny',
+        timeout: 50,
+      })
+      expect(await limiter.consume('k')).toMatchObject({
+        allowed: false,
+        source: 'error',
+        remaining: 0,
+        retryAfter: 1000,
+      })
       expect(await limiter.peek('k')).toMatchObject({ allowed: false, source: 'error' })
     })
 
     it(`asks the fallback store when the store ${how}`, async () => {
       const { store: fallback } = clockedStore()
-      const limiter = createLimiter({ limits: '2/s', store: faultyStore(behaviour), onStoreError: fallback, timeout: 50 })
+      const limiter = createLimiter({
+        limits: '2/s',
+        store: faultyStore(behaviour),
+        onStoreError: fallback,
+        timeout: 50,
+      })
       const decisions = [await limiter.consume('k'), await limiter.consume('k'), await limiter.consume('k')]
       expect(decisions.map((d) => [d.allowed, d.source])).toEqual([
         [true, 'fallback'],
@@ -203,10 +242,13 @@ describe('when the store fails', () => {
     })
     const decision = await limiter.consume('k')
     expect(decision).toMatchObject({ allowed: false, source: 'error' })
-    expect((decision.error as AggregateError).errors.map((e: Error) => e.message)).toEqual(['connection refused', 'boom'])
+    expect((decision.error as AggregateError).errors.map((e: Error) => e.message)).toEqual([
+      'connection refused',
+      'boom',
+    ])
   })
 
-  it("turns a full MemoryStore into the onStoreError decision", async () => {
+  it('turns a full MemoryStore into the onStoreError decision', async () => {
     const clock = { now: 0 }
     const store = new MemoryStore({ maxKeys: 2, now: () => clock.now })
     const limiter = createLimiter({ limits: '1/min', store, onStoreError: 'deny' })

@@ -83,12 +83,19 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return failed(key, policies, onStoreError === 'allow', 'error', error)
   }
 
-  const run = async (key: string, ask: (store: Store) => Awaitable<readonly Outcome[]>): Promise<Decision> => {
+  /** Synchronous stores (memory) skip the timer and the extra await: one resolved promise. */
+  const run = (key: string, ask: (store: Store) => Awaitable<readonly Outcome[]>): Promise<Decision> => {
+    let answer: Awaitable<readonly Outcome[]>
     try {
-      return toDecision(key, policies, await settle(ask(store), timeout), 'store')
+      answer = ask(store)
     } catch (error) {
       return onFailure(key, error, ask)
     }
+    if (!(answer instanceof Promise)) return Promise.resolve(toDecision(key, policies, answer, 'store'))
+    return (settle(answer, timeout) as Promise<readonly Outcome[]>).then(
+      (outcomes) => toDecision(key, policies, outcomes, 'store'),
+      (error: unknown) => onFailure(key, error, ask),
+    )
   }
 
   return {

@@ -39,7 +39,13 @@ describe('shorthand policies', () => {
   })
 
   it('formats durations with the largest unit that divides them', () => {
-    expect([60_000, 90_000, 1_500, 7_200_000, 172_800_000].map(formatDuration)).toEqual(['1m', '90s', '1500ms', '2h', '2d'])
+    expect([60_000, 90_000, 1_500, 7_200_000, 172_800_000].map(formatDuration)).toEqual([
+      '1m',
+      '90s',
+      '1500ms',
+      '2h',
+      '2d',
+    ])
   })
 
   it('knows the largest cost a policy can admit', () => {
@@ -66,15 +72,50 @@ describe('misconfiguration is a ConfigError naming the field and the value', () 
     ['garbage shorthand', 'lots', 'limits[0]', /"lots"/],
     ['hex shorthand', '0x10/s', 'limits[0]', /"0x10\/s"/],
     ['missing window', '100/', 'limits[0]', /"100\/"/],
-    ['unknown algorithm', { limit: 1, window: 1000, algorithm: 'leaky' }, 'limits[0].algorithm', /one of fixed-window.*"leaky"/],
+    [
+      'unknown algorithm',
+      { limit: 1, window: 1000, algorithm: 'leaky' },
+      'limits[0].algorithm',
+      /one of fixed-window.*"leaky"/,
+    ],
     ['burst 0', { limit: 1, window: 1000, algorithm: 'gcra', burst: 0 }, 'limits[0].burst', /got 0/],
-    ['burst on fixed-window', { limit: 1, window: 1000, algorithm: 'fixed-window', burst: 3 }, 'limits[0].burst', /gcra and token-bucket only/],
-    ['precision on gcra', { limit: 1, window: 1000, algorithm: 'gcra', precision: 2 }, 'limits[0].precision', /sliding-window only/],
-    ['precision not dividing the window', { limit: 1, window: 1000, precision: 7 }, 'limits[0].precision', /divide the window/],
+    [
+      'burst on fixed-window',
+      { limit: 1, window: 1000, algorithm: 'fixed-window', burst: 3 },
+      'limits[0].burst',
+      /gcra and token-bucket only/,
+    ],
+    [
+      'precision on gcra',
+      { limit: 1, window: 1000, algorithm: 'gcra', precision: 2 },
+      'limits[0].precision',
+      /sliding-window only/,
+    ],
+    [
+      'precision not dividing the window',
+      { limit: 1, window: 1000, precision: 7 },
+      'limits[0].precision',
+      /divide the window/,
+    ],
     ['precision too high', { limit: 1, window: 60_000, precision: 600 }, 'limits[0].precision', /at most 60/],
-    ['maxDelay on sliding-log', { limit: 1, window: 1000, algorithm: 'sliding-log', maxDelay: 10 }, 'limits[0].maxDelay', /gcra and token-bucket/],
-    ['negative maxDelay', { limit: 1, window: 1000, algorithm: 'gcra', maxDelay: -1 }, 'limits[0].maxDelay', /negative/],
-    ['huge sliding log', { limit: 1_000_000, window: 1000, algorithm: 'sliding-log' }, 'limits[0].limit', /at most 10000 for sliding-log/],
+    [
+      'maxDelay on sliding-log',
+      { limit: 1, window: 1000, algorithm: 'sliding-log', maxDelay: 10 },
+      'limits[0].maxDelay',
+      /gcra and token-bucket/,
+    ],
+    [
+      'negative maxDelay',
+      { limit: 1, window: 1000, algorithm: 'gcra', maxDelay: -1 },
+      'limits[0].maxDelay',
+      /negative/,
+    ],
+    [
+      'huge sliding log',
+      { limit: 1_000_000, window: 1000, algorithm: 'sliding-log' },
+      'limits[0].limit',
+      /at most 10000 for sliding-log/,
+    ],
     ['unknown option', { limit: 1, window: 1000, windowMs: 5 }, 'limits[0].windowMs', /not a policy option/],
     ['bad name', { limit: 1, window: 1000, name: 'has "quotes"' }, 'limits[0].name', /letters, digits/],
     ['empty list', [], 'limits', /non-empty array/],
@@ -102,7 +143,9 @@ describe('misconfiguration is a ConfigError naming the field and the value', () 
       /onStoreError must be 'allow', 'deny' or a fallback store, got "ignore"/,
     )
     expect(() => createLimiter({ limits: '1/s', store: {} as never })).toThrow(/store must be a store/)
-    expect(() => createLimiter({ limits: '1/s', maxDelay: '1s' })).toThrow(/maxDelay needs a gcra or token-bucket policy/)
+    expect(() => createLimiter({ limits: '1/s', maxDelay: '1s' })).toThrow(
+      /maxDelay needs a gcra or token-bucket policy/,
+    )
     expect(() => createLimiter(undefined as never)).toThrow(/options must be an object/)
     expect(() => new MemoryStore({ maxKeys: 0 })).toThrow(/maxKeys must be a positive whole number, got 0/)
   })

@@ -37,7 +37,13 @@ describe('fixed-window', () => {
   })
 
   it('counts cost and denies what does not fit, keeping what remains', () => {
-    expect(run(policy, [{ at: 0, cost: 2 }, { at: 1, cost: 2 }, { at: 2, cost: 1 }]).map(brief)).toEqual([
+    expect(
+      run(policy, [
+        { at: 0, cost: 2 },
+        { at: 1, cost: 2 },
+        { at: 2, cost: 1 },
+      ]).map(brief),
+    ).toEqual([
       ['Y', 1, 1000, 0],
       ['n', 1, 999, 999],
       ['Y', 0, 998, 0],
@@ -63,7 +69,11 @@ describe('sliding-window', () => {
 
   it('admits again exactly when the retryAfter said', () => {
     const requests = [...at(0, 0, 0, 0, 0, 0, 0, 0, 0, 0), ...at(1250, 1250, 1250, 1299, 1300)]
-    expect(run(policy, requests).slice(12).map((o) => o.allowed)).toEqual([false, false, true])
+    expect(
+      run(policy, requests)
+        .slice(12)
+        .map((o) => o.allowed),
+    ).toEqual([false, false, true])
   })
 
   it('forgets everything after two windows', () => {
@@ -187,7 +197,13 @@ describe('peek', () => {
     '%s reports what is left and when one more would pass, consuming nothing',
     (algorithm) => {
       const policy = parsePolicy({ limit: 2, window: 1000, algorithm })
-      expect(peekOutcome(undefined, 0, policy)).toEqual({ allowed: true, remaining: 2, resetAfter: 0, retryAfter: 0, delay: 0 })
+      expect(peekOutcome(undefined, 0, policy)).toEqual({
+        allowed: true,
+        remaining: 2,
+        resetAfter: 0,
+        retryAfter: 0,
+        delay: 0,
+      })
       let state = step(undefined, 0, policy, 1).state
       expect(peekOutcome(state, 0, policy)).toMatchObject({ allowed: true, remaining: 1, retryAfter: 0 })
       state = step(state, 0, policy, 1).state

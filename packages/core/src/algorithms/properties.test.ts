@@ -10,10 +10,13 @@ interface Admission {
   delay: number
 }
 
-const requestsArb = fc.array(fc.record({ gap: fc.integer({ min: 0, max: 400 }), cost: fc.integer({ min: 1, max: 3 }) }), {
-  minLength: 1,
-  maxLength: 120,
-})
+const requestsArb = fc.array(
+  fc.record({ gap: fc.integer({ min: 0, max: 400 }), cost: fc.integer({ min: 1, max: 3 }) }),
+  {
+    minLength: 1,
+    maxLength: 120,
+  },
+)
 
 const policyArb = (algorithm: AlgorithmName, shaping = false) =>
   fc
@@ -62,7 +65,11 @@ function maxInSpan(points: { time: number; cost: number }[], length: number, ope
   for (const point of sorted) {
     sum += point.cost
     const start = sorted[first] as { time: number; cost: number }
-    while (open ? point.time - (sorted[first] as typeof start).time >= length : point.time - (sorted[first] as typeof start).time > length) {
+    while (
+      open
+        ? point.time - (sorted[first] as typeof start).time >= length
+        : point.time - (sorted[first] as typeof start).time > length
+    ) {
       sum -= (sorted[first] as typeof start).cost
       first++
     }
