@@ -1,0 +1,128 @@
+import { describe, expect, it } from 'vitest'
+import { ConfigError } from '../errors.js'
+import { createLimiter } from '../limiter.js'
+import { MemoryStore } from '../memory-store.js'
+import type { Adapter } from './options.js'
+import { createRateLimitHandler, type RateLimitOptions } from './rate-limit.js'
+
+type Args = [request: { ip?: string; user?: string }]
+const adapter: Adapter<Args> = { name: '@sluice/test', addressSource: 'request.ip', address: (r) => r.ip }
+const build = (options: RateLimitOptions<Args, string>) => createRateLimitHandler(options, adapter)
+
+function configError(fn: () => unknown): ConfigError {
+  try {
+    fn()
+  } catch (error) {
+    if (error instanceof ConfigError) return error
+    throw error
+  }
+  throw new Error('expected a ConfigError')
+}
+
+describe('option validation', () => {
+  it('teaches the sluice name for options of other limiters', () => {
+    const error = configError(() => build({ limits: '1/s', windowMs: 60_000 } as RateLimitOptions<Args, string>))
+    expect(error.field).toBe('windowMs')
+    expect(error.message).toMatch(/^windowMs is not an option of rateLimit\(\): set the window in limits/)
+    expect(error.message).toMatch(/known options: limits, store, .*ipv6Subnet/)
+    expect(configError(() => build({ limits: '1/s', keyGenerator: () => 'x' } as never)).message).toMatch(/use key:/)
+  })
+
+  it('rejects an unknown option without a hint, listing the known ones', () => {
+    const error = configError(() => build({ limits: '1/s', lmits: '2/s' } as never))
+    expect(error).toMatchObject({ field: 'lmits', value: '2/s' })
+    expect(error.message).toMatch(/known options:/)
+  })
+
+  it('needs limits or a limiter, not both', () => {
+    expect(configError(() => build({})).field).toBe('limits')
+    const limiter = createLimiter({ limits: '1/s' })
+    expect(configError(() => build({ limiter, limits: '2/s' })).message).toMatch(/belongs to the prebuilt limiter/)
+    expect(configError(() => build({ limiter: {} as never })).field).toBe('limiter')
+  })
+
+  it('checks statusCode, dryRun, headers, cost, message, onLimited and ipv6Subnet', () => {
+    expect(configError(() => build({ limits: '1/s', statusCode: 200 })).field).toBe('statusCode')
+    expect(configError(() => build({ limits: '1/s', dryRun: 'yes' as never })).field).toBe('dryRun')
+    expect(configError(() => build({ limits: '1/s', headers: 'draft-9' as never })).field).toBe('headers')
+    expect(configError(() => build({ limits: '10/s', cost: 11 })).message).toMatch(/from 1 to 10/)
+    expect(configError(() => build({ limits: '1/s', cost: 0 })).field).toBe('cost')
+    expect(configError(() => build({ limits: '1/s', message: 'no', onLimited: () => 'x' })).field).toBe('message')
+    expect(configError(() => build({ limits: '1/s', onLimited: 'x' as never })).field).toBe('onLimited')
+    expect(configError(() => build({ limits: '1/s', ipv6Subnet: 80 })).field).toBe('ipv6Subnet')
+    expect(configError(() => build({ limits: '1/s', key: () => 'k', ipv6Subnet: 48 })).message).toMatch(
+      /default key only/,
+    )
+  })
+
+  it('passes limiter errors through with their field', () => {
+    expect(configError(() => build({ limits: '0/s' })).field).toBe('limits[0].limit')
+  })
+})
+
+describe('plan', () => {
+  const clock = () => {
+    const time = { now: 1_800_000_000_000 }
+    return { time, store: new MemoryStore({ now: () => time.now }) }
+  }
+
+  it('continues, then denies with Retry-After and the problem body', async () => {
+    const { store } = clock()
+    const handler = build({ limits: { limit: 1, window: '10s', algorithm: 'fixed-window' }, store })
+    const first = await handler.plan({ ip: '::ffff:10.0.0.1' })
+    expect(first).toMatchObject({ kind: 'continue', delay: 0, decision: { key: '10.0.0.1', allowed: true } })
+    const second = await handler.plan({ ip: '10.0.0.1' })
+    if (second.kind !== 'deny') throw new Error(second.kind)
+    expect(second.status).toBe(429)
+    expect(second.headers.map((h) => `${h.name}: ${h.value}`)).toEqual([
+      'RateLimit-Policy: "1-per-10s";q=1;w=10',
+      'RateLimit: "1-per-10s";r=0;t=10',
+      'Retry-After: 10',
+    ])
+    expect(second.response).toMatchObject({ contentType: 'application/problem+json' })
+  })
+
+  it('fails a request without an address with a ClientAddressError', async () => {
+    await expect(build({ limits: '1/s' }).plan({})).rejects.toThrow(/request\.ip is undefined.*Pass a key function/)
+    await expect(build({ limits: '1/s' }).plan({ ip: 'unknown' })).rejects.toThrow(/request\.ip is "unknown"/)
+  })
+
+  it('dryRun reports a denial but continues, without Retry-After', async () => {
+    const { store } = clock()
+    const handler = build({ limits: '1/s', store, dryRun: true, key: (r) => r.user ?? '' })
+    await handler.plan({ user: 'a' })
+    const plan = await handler.plan({ user: 'a' })
+    expect(plan).toMatchObject({ kind: 'continue', decision: { allowed: false } })
+    if (plan.kind !== 'continue') throw new Error(plan.kind)
+    expect(plan.headers.map((h) => h.name)).toEqual(['RateLimit-Policy', 'RateLimit'])
+  })
+
+  it('binds onLimited to the request and the decision', async () => {
+    const { store } = clock()
+    const handler = build({
+      limits: '1/s',
+      store,
+      key: (r) => r.user ?? '',
+      onLimited: (r, d) => `${r.user}:${d.retryAfter}`,
+    })
+    await handler.plan({ user: 'b' })
+    const plan = await handler.plan({ user: 'b' })
+    if (plan.kind !== 'deny' || typeof plan.response !== 'function') throw new Error('expected a custom denial')
+    expect(plan.response()).toBe('b:2000')
+  })
+
+  it('holds a shaped request for its delay', async () => {
+    const handler = build({
+      limits: { limit: 10, window: '1s', algorithm: 'gcra', burst: 1 },
+      maxDelay: 200,
+      key: () => 'k',
+    })
+    await handler.plan({})
+    const started = performance.now()
+    const plan = await handler.plan({})
+    expect(plan).toMatchObject({ kind: 'continue' })
+    if (plan.kind !== 'continue') throw new Error(plan.kind)
+    expect(plan.delay).toBeGreaterThan(50)
+    expect(performance.now() - started).toBeGreaterThanOrEqual(plan.delay - 5)
+  })
+})
