@@ -129,7 +129,9 @@ describe('CountMinSketch', () => {
       [null, 'options'],
     ]
     for (const [options, field] of cases) {
-      expect(() => new CountMinSketch(options as never)).toThrow(expect.objectContaining({ name: 'ConfigError', field }))
+      expect(() => new CountMinSketch(options as never)).toThrow(
+        expect.objectContaining({ name: 'ConfigError', field }),
+      )
     }
     const sketch = new CountMinSketch({ hashes: 2, slots: 8 })
     for (const n of [-1, 0.5, Number.NaN, 2 ** 53]) {
