@@ -23,7 +23,7 @@ app.get('/', (_req, res) => {
 
 // Brute-force protection: 5 attempts a minute and at most 1 a second, per client IP.
 app.post('/login', rateLimit({ limits: ['5/min', '1/s'] }), (req, res) => {
-  res.json({ ok: true, attemptsLeft: req.rateLimit?.remaining })
+  res.json({ ok: true, attemptsLeftThisMinute: req.rateLimit?.policies[0]?.remaining })
 })
 
 // A quota of 200 items a minute per client: `?items=20` takes 20 units, `?items=1` takes one.

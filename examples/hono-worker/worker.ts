@@ -25,7 +25,7 @@ app.get('/', (c) => c.json({ hello: 'world', routes: ['POST /login', 'GET /api/i
 // Brute-force protection: 5 attempts a minute and at most 1 a second, per client IP
 // (on Workers, the address Cloudflare puts in CF-Connecting-IP).
 app.post('/login', rateLimit({ limits: ['5/min', '1/s'] }), (c) =>
-  c.json({ ok: true, attemptsLeft: c.get('rateLimit')?.remaining }),
+  c.json({ ok: true, attemptsLeftThisMinute: c.get('rateLimit')?.policies[0]?.remaining }),
 )
 
 // A quota of 200 items a minute per client: `?items=20` takes 20 units, `?items=1` takes one.

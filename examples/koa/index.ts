@@ -24,7 +24,7 @@ router.get('/', (ctx) => {
 
 // Brute-force protection: 5 attempts a minute and at most 1 a second, per client IP.
 router.post('/login', rateLimit({ limits: ['5/min', '1/s'] }), (ctx) => {
-  ctx.body = { ok: true, attemptsLeft: ctx.state.rateLimit?.remaining }
+  ctx.body = { ok: true, attemptsLeftThisMinute: ctx.state.rateLimit?.policies[0]?.remaining }
 })
 
 // A quota of 200 items a minute per client: `?items=20` takes 20 units, `?items=1` takes one.
