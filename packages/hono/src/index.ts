@@ -1,7 +1,7 @@
 import {
   type Adapter,
-  ConfigError,
   type ConcurrencyInfo,
+  ConfigError,
   type ConcurrencyLimitOptions as CoreConcurrencyOptions,
   type RateLimitOptions as CoreRateLimitOptions,
   createConcurrencyHandler,

@@ -1,0 +1,297 @@
+// One description of an app, built three times: with @sluice/express, @sluice/koa and
+// @sluice/hono. Cases in adapters.test.ts only speak this neutral language, so every case runs
+// unchanged against every adapter, over real HTTP.
+import { createServer, get, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { Readable } from 'node:stream'
+import { createAdaptorServer } from '@hono/node-server'
+import Router from '@koa/router'
+import type { ConcurrencyInfo, Decision } from '@sluice/core'
+import * as sluiceExpress from '@sluice/express'
+import * as sluiceHono from '@sluice/hono'
+import * as sluiceKoa from '@sluice/koa'
+import express, { type ErrorRequestHandler, type RequestHandler } from 'express'
+import { Hono, type Context as HonoContext, type MiddlewareHandler } from 'hono'
+import Koa, { type Context as KoaContext, type Middleware as KoaMiddleware } from 'koa'
+import request from 'supertest'
+
+/** What option functions see of a request, whichever the framework. */
+export interface Req {
+  header(name: string): string | undefined
+}
+
+/** What a custom onLimited answers, written by each framework its own way. */
+export interface Custom {
+  status?: number
+  body: unknown
+}
+
+type Neutral<O, I> = Omit<O, 'key' | 'skip' | 'cost' | 'message' | 'onLimited'> & {
+  key?: (r: Req) => string
+  skip?: (r: Req) => boolean
+  cost?: number | ((r: Req) => number)
+  message?: string | object | ((r: Req, info: I) => string | object)
+  onLimited?: (r: Req, info: I) => Custom
+}
+export type RateOptions = Neutral<sluiceExpress.RateLimitOptions, Decision>
+export type ConcurrencyOptions = Neutral<sluiceExpress.ConcurrencyLimitOptions, ConcurrencyInfo>
+
+/** A middleware made by one harness, only usable in that harness's apps. */
+export type Mw = { readonly __middleware: unique symbol }
+
+export type Handler =
+  /** 200 with `{ rateLimit: <the decision or null> }`. */
+  | 'ok'
+  | 'throw'
+  /** Writes "a", signals `entered`, waits for `gate`, writes "b" and ends. */
+  | { stream: Promise<void>; entered?: () => void }
+
+export interface AppSpec {
+  /** Trust exactly one proxy hop, so the right-most X-Forwarded-For entry is the client. */
+  trustProxy?: boolean
+  /** Pretend the framework cannot tell the client's address. */
+  noAddress?: boolean
+  use?: Mw[]
+  routes: { path: string; use?: Mw[]; handler?: Handler }[]
+}
+
+export interface Reply {
+  status: number
+  headers: Record<string, string | undefined>
+  text: string
+  body: unknown
+}
+
+export interface App {
+  get(path: string, headers?: Record<string, string>): Promise<Reply>
+  /** Starts a GET, resolves once the first body bytes arrive, and returns a function that aborts it. */
+  openAndAbort(path: string): Promise<() => void>
+  /** Requests handled by a route handler (so a denial that let one through shows up). */
+  readonly handled: number
+  close(): Promise<void>
+}
+
+export interface Harness {
+  readonly name: 'express' | 'koa' | 'hono'
+  rateLimit(options: RateOptions): Mw
+  concurrencyLimit(options: ConcurrencyOptions): Mw
+  app(spec: AppSpec): Promise<App>
+}
+
+const mw = (value: unknown): Mw => value as Mw
+
+function convert<O extends Neutral<object, I>, I, Args extends unknown[], R>(
+  options: O,
+  reqOf: (...args: Args) => Req,
+  custom: (args: Args, out: Custom) => R,
+) {
+  const { key, skip, cost, message, onLimited, ...rest } = options
+  return {
+    ...rest,
+    ...(key && { key: (...args: Args) => key(reqOf(...args)) }),
+    ...(skip && { skip: (...args: Args) => skip(reqOf(...args)) }),
+    ...(cost !== undefined && {
+      cost: typeof cost === 'number' ? cost : (...args: Args) => cost(reqOf(...args)),
+    }),
+    ...(message !== undefined && {
+      message:
+        typeof message === 'function'
+          ? (...all: [...Args, I]) => message(reqOf(...(all.slice(0, -1) as Args)), all.at(-1) as I)
+          : message,
+    }),
+    ...(onLimited && {
+      onLimited: (...all: [...Args, I]): R => {
+        const args = all.slice(0, -1) as Args
+        return custom(args, onLimited(reqOf(...args), all.at(-1) as I))
+      },
+    }),
+  }
+}
+
+async function listen(server: Server): Promise<Server> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return server
+}
+
+function client(server: Server, counter: { handled: number }): App {
+  const { port } = server.address() as AddressInfo
+  return {
+    async get(path, headers = {}) {
+      const res = await request(server).get(path).set(headers)
+      return {
+        status: res.status,
+        headers: res.headers as Record<string, string>,
+        text: res.text,
+        body: res.type.includes('json') ? JSON.parse(res.text) : res.text,
+      }
+    },
+    openAndAbort(path) {
+      return new Promise((resolve, reject) => {
+        const outgoing = get({ host: '127.0.0.1', port, path }, (res) => {
+          res.once('data', () => resolve(() => outgoing.destroy()))
+        })
+        outgoing.on('error', (error: NodeJS.ErrnoException) => {
+          if (error.code !== 'ECONNRESET') reject(error)
+        })
+      })
+    },
+    get handled() {
+      return counter.handled
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve())
+        // A failed case can leave a response open; do not wait for it.
+        server.closeAllConnections()
+      }),
+  }
+}
+
+const streamed = async function* (gate: Promise<void>, entered?: () => void) {
+  yield 'a'
+  entered?.()
+  await gate
+  yield 'b'
+}
+
+export const expressHarness: Harness = {
+  name: 'express',
+  rateLimit: (options) =>
+    mw(
+      sluiceExpress.rateLimit(
+        convert(
+          options,
+          (req: express.Request, _res: express.Response) => ({ header: (n: string) => req.get(n) }),
+          ([, res], out) => res.status(out.status ?? res.statusCode).json(out.body),
+        ),
+      ),
+    ),
+  concurrencyLimit: (options) =>
+    mw(
+      sluiceExpress.concurrencyLimit(
+        convert(
+          options,
+          (req: express.Request, _res: express.Response) => ({ header: (n: string) => req.get(n) }),
+          ([, res], out) => res.status(out.status ?? res.statusCode).json(out.body),
+        ),
+      ),
+    ),
+  async app(spec) {
+    const counter = { handled: 0 }
+    const app = express()
+    if (spec.trustProxy) app.set('trust proxy', 1)
+    if (spec.noAddress) app.use((req, _res, next) => next(void Object.defineProperty(req, 'ip', { value: undefined })))
+    for (const m of spec.use ?? []) app.use(m as unknown as RequestHandler)
+    const router = express.Router()
+    for (const route of spec.routes) {
+      const handler = route.handler ?? 'ok'
+      router.get(route.path, ...((route.use ?? []) as unknown as RequestHandler[]), async (req, res) => {
+        counter.handled++
+        if (handler === 'ok') return void res.json({ rateLimit: req.rateLimit ?? null })
+        if (handler === 'throw') throw new Error('handler failed')
+        for await (const chunk of streamed(handler.stream, handler.entered)) res.write(chunk)
+        res.end()
+      })
+    }
+    app.use(router)
+    const onError: ErrorRequestHandler = (error: Error, _req, res, _next) => {
+      res.status(500).json({ error: error.name, message: error.message })
+    }
+    app.use(onError)
+    return client(await listen(createServer(app)), counter)
+  },
+}
+
+const koaReq = (ctx: KoaContext): Req => ({ header: (n) => ctx.get(n) || undefined })
+const koaCustom = ([ctx]: [KoaContext], out: Custom) => {
+  if (out.status) ctx.status = out.status
+  ctx.body = out.body
+}
+
+export const koaHarness: Harness = {
+  name: 'koa',
+  rateLimit: (options) => mw(sluiceKoa.rateLimit(convert(options, koaReq, koaCustom))),
+  concurrencyLimit: (options) => mw(sluiceKoa.concurrencyLimit(convert(options, koaReq, koaCustom))),
+  async app(spec) {
+    const counter = { handled: 0 }
+    const app = new Koa(spec.trustProxy ? { proxy: true, maxIpsCount: 1 } : {})
+    app.silent = true
+    app.use(async (ctx, next) => {
+      try {
+        await next()
+      } catch (error) {
+        ctx.status = 500
+        ctx.body = { error: (error as Error).name, message: (error as Error).message }
+      }
+    })
+    if (spec.noAddress)
+      app.use((ctx, next) => {
+        Object.defineProperty(ctx.request, 'ip', { value: '' })
+        return next()
+      })
+    for (const m of spec.use ?? []) app.use(m as unknown as KoaMiddleware)
+    const router = new Router()
+    for (const route of spec.routes) {
+      const handler = route.handler ?? 'ok'
+      router.get(route.path, ...((route.use ?? []) as unknown as KoaMiddleware[]), async (ctx) => {
+        counter.handled++
+        if (handler === 'ok') ctx.body = { rateLimit: ctx.state.rateLimit ?? null }
+        else if (handler === 'throw') throw new Error('handler failed')
+        else {
+          ctx.type = 'text'
+          ctx.body = Readable.from(streamed(handler.stream, handler.entered))
+        }
+      })
+    }
+    app.use(router.routes())
+    return client(await listen(createServer(app.callback())), counter)
+  },
+}
+
+const honoReq = (c: HonoContext): Req => ({ header: (n) => c.req.header(n) })
+const honoCustom = ([c]: [HonoContext], out: Custom) => c.json(out.body as object, (out.status ?? 429) as 429)
+
+export const honoHarness: Harness = {
+  name: 'hono',
+  rateLimit: (options) => mw(sluiceHono.rateLimit(convert(options, honoReq, honoCustom))),
+  concurrencyLimit: (options) => mw(sluiceHono.concurrencyLimit(convert(options, honoReq, honoCustom))),
+  async app(spec) {
+    const counter = { handled: 0 }
+    const app = new Hono<{ Variables: sluiceHono.RateLimitVariables }>()
+    app.onError((error, c) => c.json({ error: error.name, message: error.message }, 500))
+    // Hono has no trust-proxy setting: an app behind one proxy hands the right-most
+    // X-Forwarded-For entry to the limiter as the connection's address, as this does.
+    if (spec.trustProxy || spec.noAddress)
+      app.use(async (c, next) => {
+        const forwarded = c.req.header('x-forwarded-for')?.split(',').at(-1)?.trim()
+        c.env = spec.noAddress ? {} : { incoming: { socket: { remoteAddress: forwarded ?? '127.0.0.1' } } }
+        await next()
+      })
+    for (const m of spec.use ?? []) app.use(m as unknown as MiddlewareHandler)
+    for (const route of spec.routes) {
+      const handler = route.handler ?? 'ok'
+      const final: MiddlewareHandler<{ Variables: sluiceHono.RateLimitVariables }> = async (c) => {
+        counter.handled++
+        if (handler === 'ok') return c.json({ rateLimit: c.get('rateLimit') ?? null })
+        if (handler === 'throw') throw new Error('handler failed')
+        const encoder = new TextEncoder()
+        const chunks = streamed(handler.stream, handler.entered)
+        return c.body(
+          new ReadableStream<Uint8Array>({
+            async pull(controller) {
+              const next = await chunks.next()
+              if (next.done) controller.close()
+              else controller.enqueue(encoder.encode(next.value))
+            },
+          }),
+        )
+      }
+      // Route-level middleware, as in app.get(path, limiter, handler).
+      const chain = [...(route.use ?? []), final] as unknown as [typeof final]
+      app.get(route.path, ...chain)
+    }
+    return client(await listen(createAdaptorServer({ fetch: app.fetch }) as Server), counter)
+  },
+}
+
+export const harnesses: readonly Harness[] = [expressHarness, koaHarness, honoHarness]
