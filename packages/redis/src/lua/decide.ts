@@ -9,47 +9,58 @@
  *       per policy: algorithm, limit, window, burst, precision, maxDelay.
  * Reply: all-allowed (1|0), then per policy allowed (1|0), remaining, resetAfter, retryAfter,
  *        delay. Every value is a whole number: Lua numbers become Redis integers by truncation.
- * State: one string per key, numbers joined by spaces, written with %.17g so a fractional GCRA
- *        TAT survives the round trip exactly (tostring keeps only 14 digits).
+ * State: one string per key, numbers joined by spaces: whole numbers with %d, the fractional
+ *        GCRA TAT with %.17g so it survives the round trip exactly (tostring keeps 14 digits).
+ * Cost: Redis runs this per call, so it avoids per-call tables where it can: algorithms return
+ *       multiple values and take the policy as arguments.
  */
 export const DECIDE_LUA = `
 local EPSILON = 1e-6
 -- Kept past resetAfter so a state is never lost to the gap between the decision's clock and
 -- the expiry clock; a state older than resetAfter decides exactly as no state at all.
 local EXPIRY_SLACK_MS = 1000
+local floor, ceil, max, min, fmod, format = math.floor, math.ceil, math.max, math.min, math.fmod, string.format
 
 local function ceilMs(ms)
   if ms <= EPSILON then return 0 end
-  return math.ceil(ms - EPSILON)
+  return ceil(ms - EPSILON)
 end
 
 local function floorUnits(units)
   if units <= 0 then return 0 end
-  return math.floor(units + EPSILON)
+  return floor(units + EPSILON)
 end
 
-local function admitted(remaining, resetAfter, delay, state)
-  return { true, remaining, resetAfter, 0, delay, state }
-end
+-- Every algorithm: (state text or false, now, cost, limit, window, burst, precision, maxDelay)
+-- -> allowed, remaining, resetAfter, retryAfter, delay, state text to write (admitted only).
 
 local function denied(remaining, resetAfter, retryAfter)
-  return { false, remaining, resetAfter, math.max(retryAfter, 1), 0 }
+  return false, remaining, resetAfter, max(retryAfter, 1), 0, nil
 end
 
-local function fixedWindow(s, now, p, cost)
-  local limit, window = p.limit, p.window
-  local start = now - math.fmod(now, window)
+local function numbers(text)
+  local list = {}
+  for token in string.gmatch(text, '%S+') do list[#list + 1] = tonumber(token) end
+  return list
+end
+
+-- state: "start count"
+local function fixedWindow(text, now, cost, limit, window)
+  local start = now - fmod(now, window)
   local count = 0
-  if s and s[1] == start then count = s[2] end
+  if text then
+    local s, c = string.match(text, '^(%S+) (%S+)$')
+    if tonumber(s) == start then count = tonumber(c) end
+  end
   local windowLeft = start + window - now
   if count + cost > limit then return denied(limit - count, windowLeft, windowLeft) end
   local nextCount = count + cost
   local resetAfter = windowLeft
   if nextCount == 0 then resetAfter = 0 end
-  return admitted(limit - nextCount, resetAfter, 0, { start, nextCount })
+  return true, limit - nextCount, resetAfter, 0, 0, format('%d %d', start, nextCount)
 end
 
--- counts[1] is the oldest sub-window; state = { start, counts... }
+-- counts[1] is the oldest sub-window; state: "start count1 count2 ..."
 local function estimateOf(counts, left, size)
   local sum = (counts[1] * left) / size
   for i = 2, #counts do sum = sum + counts[i] end
@@ -80,15 +91,15 @@ local function resetAfterOf(counts, left, size)
   return 0
 end
 
-local function slidingWindow(s, now, p, cost)
-  local limit, precision = p.limit, p.precision
-  local size = p.window / precision
-  local start = now - math.fmod(now, size)
+local function slidingWindow(text, now, cost, limit, window, burst, precision)
+  local size = window / precision
+  local start = now - fmod(now, size)
   local counts = {}
   for i = 1, precision + 1 do counts[i] = 0 end
-  if s then
+  if text then
+    local s = numbers(text)
     -- A clock that stepped back (shift < 0) keeps the counts where they are.
-    local shift = math.max(0, (start - s[1]) / size)
+    local shift = max(0, (start - s[1]) / size)
     for i = shift, precision do counts[i - shift + 1] = s[i + 2] end
   end
   local left = start + size - now
@@ -97,17 +108,18 @@ local function slidingWindow(s, now, p, cost)
     local wait = timeUntilBelow(counts, left, size, estimate + cost - limit)
     return denied(floorUnits(limit - estimate), resetAfterOf(counts, left, size), wait)
   end
-  if cost == 0 then return admitted(floorUnits(limit - estimate), resetAfterOf(counts, left, size), 0) end
+  if cost == 0 then return true, floorUnits(limit - estimate), resetAfterOf(counts, left, size), 0, 0, nil end
   counts[precision + 1] = counts[precision + 1] + cost
-  local state = { start }
-  for i = 1, precision + 1 do state[i + 1] = counts[i] end
-  return admitted(floorUnits(limit - estimate - cost), resetAfterOf(counts, left, size), 0, state)
+  -- %d, not table.concat's tostring, which keeps only 14 digits.
+  local state = { format('%d', start) }
+  for i = 1, #counts do state[i + 1] = format('%d', counts[i]) end
+  return true, floorUnits(limit - estimate - cost), resetAfterOf(counts, left, size), 0, 0, table.concat(state, ' ')
 end
 
--- state = { time1, cost1, time2, cost2, ... }, oldest first
-local function slidingLog(s, now, p, cost)
-  local limit, window = p.limit, p.window
-  s = s or {}
+-- state: "time1 cost1 time2 cost2 ...", oldest first
+local function slidingLog(text, now, cost, limit, window)
+  local s = {}
+  if text then s = numbers(text) end
   local n = #s / 2
   local first = 1
   while first <= n and s[2 * first - 1] <= now - window do first = first + 1 end
@@ -129,48 +141,45 @@ local function slidingLog(s, now, p, cost)
   if cost == 0 then
     local resetAfter = 0
     if newest then resetAfter = newest + window - now end
-    return admitted(limit - used, resetAfter, 0)
+    return true, limit - used, resetAfter, 0, 0, nil
   end
   local state = {}
-  for i = 2 * first - 1, 2 * n do state[#state + 1] = s[i] end
+  for i = 2 * first - 1, 2 * n do state[#state + 1] = format('%d', s[i]) end
   if newest == now then
-    state[#state] = state[#state] + cost
+    state[#state] = format('%d', s[2 * n] + cost)
   else
-    state[#state + 1] = now
-    state[#state + 1] = cost
+    state[#state + 1] = format('%d', now)
+    state[#state + 1] = format('%d', cost)
   end
-  return admitted(limit - used - cost, window, 0, state)
+  return true, limit - used - cost, window, 0, 0, table.concat(state, ' ')
 end
 
--- state = { tokens, updated }; a token is \`window\` units and \`limit\` units drip in per ms
-local function tokenBucket(s, now, p, cost)
-  local limit, window, burst, maxDelay = p.limit, p.window, p.burst, p.maxDelay
+-- state: "tokens updated"; a token is \`window\` units and \`limit\` units drip in per ms
+local function tokenBucket(text, now, cost, limit, window, burst, precision, maxDelay)
   local capacity = burst * window
   local tokens = capacity
-  if s then tokens = math.min(capacity, s[1] + math.max(0, now - s[2]) * limit) end
+  if text then
+    local t, u = string.match(text, '^(%S+) (%S+)$')
+    tokens = min(capacity, tonumber(t) + max(0, now - tonumber(u)) * limit)
+  end
   local nextTokens = tokens - cost * window
   local debtAllowed = maxDelay * limit
   if nextTokens < -debtAllowed then
     local waitForTokens = ceilMs((-nextTokens - debtAllowed) / limit)
-    return denied(math.max(0, math.floor(tokens / window)), ceilMs((capacity - tokens) / limit), waitForTokens)
+    return denied(max(0, floor(tokens / window)), ceilMs((capacity - tokens) / limit), waitForTokens)
   end
   local delay = 0
   if nextTokens < 0 then delay = ceilMs(-nextTokens / limit) end
-  return admitted(
-    math.max(0, math.floor(nextTokens / window)),
-    ceilMs((capacity - nextTokens) / limit),
-    delay,
-    { nextTokens, now }
-  )
+  return true, max(0, floor(nextTokens / window)), ceilMs((capacity - nextTokens) / limit), 0, delay,
+    format('%d %d', nextTokens, now)
 end
 
--- state = { tat }
-local function gcra(s, now, p, cost)
-  local limit, window, burst, maxDelay = p.limit, p.window, p.burst, p.maxDelay
+-- state: "tat"
+local function gcra(text, now, cost, limit, window, burst, precision, maxDelay)
   local interval = window / limit
   local tolerance = interval * burst
   local backlog = 0
-  if s then backlog = math.max(0, s[1] - now) end
+  if text then backlog = max(0, tonumber(text) - now) end
   local nextBacklog = backlog + interval * cost
   if nextBacklog > tolerance + maxDelay + EPSILON then
     return denied(
@@ -179,12 +188,8 @@ local function gcra(s, now, p, cost)
       ceilMs(nextBacklog - tolerance - maxDelay)
     )
   end
-  return admitted(
-    floorUnits((tolerance - nextBacklog) / interval),
-    ceilMs(nextBacklog),
-    ceilMs(nextBacklog - tolerance),
-    { now + nextBacklog }
-  )
+  return true, floorUnits((tolerance - nextBacklog) / interval), ceilMs(nextBacklog), 0,
+    ceilMs(nextBacklog - tolerance), format('%.17g', now + nextBacklog)
 end
 
 local ALGORITHMS = {
@@ -195,75 +200,47 @@ local ALGORITHMS = {
   ['gcra'] = gcra,
 }
 
-local function decode(text)
-  if not text then return nil end
-  local state = {}
-  for token in string.gmatch(text, '%S+') do state[#state + 1] = tonumber(token) end
-  return state
-end
-
-local function encode(state)
-  local parts = {}
-  for i = 1, #state do parts[i] = string.format('%.17g', state[i]) end
-  return table.concat(parts, ' ')
-end
-
-local mode = ARGV[1]
+local peek = ARGV[1] == 'peek'
 local now = tonumber(ARGV[2])
 if not now then
   -- Effects replication (the default since Redis 5) lets a script write after TIME.
   local time = redis.call('TIME')
-  now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+  now = tonumber(time[1]) * 1000 + floor(tonumber(time[2]) / 1000)
 end
 local cost = tonumber(ARGV[3])
-
-local policies = {}
-for i = 1, #KEYS do
-  local at = 3 + (i - 1) * 6
-  policies[i] = {
-    algorithm = ALGORITHMS[ARGV[at + 1]],
-    limit = tonumber(ARGV[at + 2]),
-    window = tonumber(ARGV[at + 3]),
-    burst = tonumber(ARGV[at + 4]),
-    precision = tonumber(ARGV[at + 5]),
-    maxDelay = tonumber(ARGV[at + 6]),
-  }
-end
-
 local stored = redis.call('MGET', unpack(KEYS))
 local reply = { 1 }
-local function push(allowed, remaining, resetAfter, retryAfter, delay)
-  reply[#reply + 1] = allowed and 1 or 0
-  reply[#reply + 1] = remaining
-  reply[#reply + 1] = resetAfter
-  reply[#reply + 1] = retryAfter
-  reply[#reply + 1] = delay
-  if not allowed then reply[1] = 0 end
-end
+local writes = {}
 
-if mode == 'peek' then
-  for i = 1, #KEYS do
-    local p, s = policies[i], decode(stored[i])
-    local current = p.algorithm(s, now, p, 0)
-    local nextOne = p.algorithm(s, now, p, 1)
-    push(nextOne[1], current[2], current[3], nextOne[4], 0)
-  end
-  return reply
-end
-
-local results = {}
 for i = 1, #KEYS do
-  local p = policies[i]
-  local r = p.algorithm(decode(stored[i]), now, p, cost)
-  results[i] = r
-  push(r[1], r[2], r[3], r[4], r[5])
-end
--- All-or-nothing: a denied request writes nothing anywhere.
-if reply[1] == 1 and cost > 0 then
-  for i = 1, #KEYS do
-    local r = results[i]
-    redis.call('SET', KEYS[i], encode(r[6]), 'PX', r[3] + EXPIRY_SLACK_MS)
+  local at = 3 + (i - 1) * 6
+  local algorithm = ALGORITHMS[ARGV[at + 1]]
+  local limit, window = tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3])
+  local burst, precision, maxDelay = tonumber(ARGV[at + 4]), tonumber(ARGV[at + 5]), tonumber(ARGV[at + 6])
+  local text = stored[i]
+  local ok, remaining, resetAfter, retryAfter, delay, state
+  if peek then
+    -- As peekOutcome: the quota left (a cost-0 step), and when a cost-1 request would pass.
+    local _
+    ok, _, _, retryAfter = algorithm(text, now, 1, limit, window, burst, precision, maxDelay)
+    _, remaining, resetAfter = algorithm(text, now, 0, limit, window, burst, precision, maxDelay)
+    delay = 0
+  else
+    ok, remaining, resetAfter, retryAfter, delay, state = algorithm(text, now, cost, limit, window, burst, precision, maxDelay)
+    writes[i] = state
+    writes[#KEYS + i] = resetAfter
   end
+  local base = 2 + (i - 1) * 5
+  if ok then reply[base] = 1 else reply[base] = 0; reply[1] = 0 end
+  reply[base + 1] = remaining
+  reply[base + 2] = resetAfter
+  reply[base + 3] = retryAfter
+  reply[base + 4] = delay
+end
+
+-- All-or-nothing: a denied request writes nothing anywhere.
+if reply[1] == 1 and not peek and cost > 0 then
+  for i = 1, #KEYS do redis.call('SET', KEYS[i], writes[i], 'PX', writes[#KEYS + i] + EXPIRY_SLACK_MS) end
 end
 return reply
 `
