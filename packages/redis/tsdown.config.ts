@@ -5,5 +5,6 @@ export default defineConfig({
   format: ['esm', 'cjs'],
   dts: true,
   clean: true,
-  platform: 'neutral',
+  // node:crypto (SHA-1 of the script, SHA-256 of long keys): this package runs on Node.
+  platform: 'node',
 })

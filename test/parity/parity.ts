@@ -27,11 +27,7 @@ export async function runTrace(
 }
 
 /** The steps where two runs differ, readable in a failure message (empty when identical). */
-export function differences(
-  trace: Trace,
-  expected: (readonly Outcome[])[],
-  actual: (readonly Outcome[])[],
-): string[] {
+export function differences(trace: Trace, expected: (readonly Outcome[])[], actual: (readonly Outcome[])[]): string[] {
   const diffs: string[] = []
   for (let i = 0; i < trace.steps.length; i++) {
     const want = JSON.stringify(expected[i])

@@ -35,7 +35,10 @@ export const traceArbitrary: fc.Arbitrary<Trace> = fc
     const longest = Math.max(...limits.map((p) => Number(p.window)))
     const step: fc.Arbitrary<TraceStep> = fc.tuple(
       fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 5 }), fc.integer({ min: 0, max: longest * 2 })),
-      fc.oneof({ weight: 6, arbitrary: fc.integer({ min: 1, max: maxCost }) }, { weight: 1, arbitrary: fc.constant('peek' as const) }),
+      fc.oneof(
+        { weight: 6, arbitrary: fc.integer({ min: 1, max: maxCost }) },
+        { weight: 1, arbitrary: fc.constant('peek' as const) },
+      ),
     )
     return fc.record({
       name: fc.constant('random'),

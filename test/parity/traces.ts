@@ -49,7 +49,19 @@ export const traces: readonly Trace[] = [
   {
     name: 'sliding-log with costs and same-millisecond merges',
     limits: [{ limit: 5, window: 1000, algorithm: 'sliding-log' }],
-    steps: [[0, 2], [0, 1], [100, 1], [0, 'peek'], [0, 2], [50, 1], [850, 1], [0, 2], [100, 3], [0, 'peek'], [2000, 5]],
+    steps: [
+      [0, 2],
+      [0, 1],
+      [100, 1],
+      [0, 'peek'],
+      [0, 2],
+      [50, 1],
+      [850, 1],
+      [0, 2],
+      [100, 3],
+      [0, 'peek'],
+      [2000, 5],
+    ],
   },
   {
     name: 'token-bucket with a burst below the rate',
@@ -73,7 +85,10 @@ export const traces: readonly Trace[] = [
   },
   {
     name: 'composition: a denial in one policy writes nothing in the other',
-    limits: [{ limit: 10, window: 1000, algorithm: 'fixed-window' }, { limit: 3, window: 1000, algorithm: 'gcra' }],
+    limits: [
+      { limit: 10, window: 1000, algorithm: 'fixed-window' },
+      { limit: 3, window: 1000, algorithm: 'gcra' },
+    ],
     steps: [...times(5, [0, 1]), [0, 'peek'], [340, 1], [0, 'peek'], ...times(4, [100, 1]), [0, 'peek']],
   },
   {
@@ -93,11 +108,29 @@ export const traces: readonly Trace[] = [
       { limit: 2, window: 10, algorithm: 'fixed-window' },
       { limit: 1, window: 7, algorithm: 'gcra' },
     ],
-    steps: [[0, 1], [0, 1], [3, 1], [4, 1], [0, 'peek'], [7, 1], [1, 'peek'], [20, 1]],
+    steps: [
+      [0, 1],
+      [0, 1],
+      [3, 1],
+      [4, 1],
+      [0, 'peek'],
+      [7, 1],
+      [1, 'peek'],
+      [20, 1],
+    ],
   },
   {
     name: 'an hour-long sliding window with a large limit',
     limits: ['5000/1h'],
-    steps: [[0, 2500], [0, 2500], [0, 1], [0, 'peek'], [1_800_000, 1], [900_000, 1000], [0, 'peek'], [3_600_000, 'peek']],
+    steps: [
+      [0, 2500],
+      [0, 2500],
+      [0, 1],
+      [0, 'peek'],
+      [1_800_000, 1],
+      [900_000, 1000],
+      [0, 'peek'],
+      [3_600_000, 'peek'],
+    ],
   },
 ]

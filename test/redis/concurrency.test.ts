@@ -52,7 +52,14 @@ describe.skipIf(redis === undefined)('concurrent consumers across connections an
     const prefix = uniquePrefix('concurrency')
     const set = parsePolicies([policy])
     const stores = clients.map((client) => new RedisStore({ client, prefix, deniedCache: false, now: () => NOW }))
-    const child = await startChild([redis?.url ?? '', prefix, 'hot', JSON.stringify([policy]), String(IN_CHILD), String(NOW)])
+    const child = await startChild([
+      redis?.url ?? '',
+      prefix,
+      'hot',
+      JSON.stringify([policy]),
+      String(IN_CHILD),
+      String(NOW),
+    ])
 
     const childAdmitted = child.go()
     const local = await Promise.all(

@@ -63,10 +63,10 @@ describe.skipIf(!(await privateRedisAvailable()))('failure: Redis stopped, stall
     expect(unhandled).toEqual([])
   })
 
-  it.each([
+  it.each<[string, RedisOptions]>([
     ['recommended', RECOMMENDED],
     ['default', { retryStrategy: () => 50 }],
-  ] as const)('stopped, then restarted empty: %s client settings', async (_, options) => {
+  ])('stopped, then restarted empty: %s client settings', async (name, options) => {
     const client = await connect(options)
     const deny = limiter(client, 'deny')
     const fallback = limiter(client, new MemoryStore())
@@ -87,7 +87,7 @@ describe.skipIf(!(await privateRedisAvailable()))('failure: Redis stopped, stall
     // Same port, empty data and script cache: the store resumes by itself and EVALs the script.
     server = await startRedisServer({ port: server.port })
     await until(async () => (await deny.consume('probe')).source === 'store')
-    const after = await Promise.all(Array.from({ length: 7 }, () => deny.consume(`fresh-${options.enableOfflineQueue}`)))
+    const after = await Promise.all(Array.from({ length: 7 }, () => deny.consume(`fresh-${name}`)))
     expect(after.map((d) => d.source)).toEqual(Array(7).fill('store'))
     expect(after.filter((d) => d.allowed)).toHaveLength(5)
   })

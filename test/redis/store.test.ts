@@ -2,7 +2,13 @@ import { parsePolicies } from '@sluice/core'
 import { RedisStore } from '@sluice/redis'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { findRedis, parseCommandStats, privateRedisAvailable, type RedisServer, startRedisServer } from '../support/redis.js'
+import {
+  findRedis,
+  parseCommandStats,
+  privateRedisAvailable,
+  type RedisServer,
+  startRedisServer,
+} from '../support/redis.js'
 import { storeBehaviour } from './suite.js'
 
 const shared = await findRedis()
@@ -66,7 +72,7 @@ describe.skipIf(!(await privateRedisAvailable()))('RedisStore round trips (priva
       expect(answer).not.toBeInstanceOf(Promise)
     }
     now += 4000
-    const [later] = (await store.consume('attacker', set, 1)) as { retryAfter: number }[]
+    const [later] = await store.consume('attacker', set, 1)
     expect(later?.retryAfter).toBe((denied?.retryAfter ?? 0) - 4000)
     expect(delta(before, await stats())).toEqual({})
     // Past retryAfter the key goes back to Redis, and the window has rolled over there too.

@@ -1,0 +1,198 @@
+/**
+ * Redis stores side by side, on a private redis-server this script starts (loopback, stopped by
+ * PID at the end): sluice's RedisStore through createLimiter, rate-limiter-flexible's
+ * RateLimiterRedis (RateLimiterUnion for two limits) and express-rate-limit's store
+ * rate-limit-redis (two stores stacked, as two middlewares would, for two limits).
+ *
+ * For each: decisions/s with 1 and 64 in flight on one ioredis connection; Redis commands per
+ * decision (INFO commandstats: top-level calls, i.e. round trips, and all calls including those
+ * inside scripts); server CPU per decision (INFO cpu user+sys delta, which includes networking,
+ * and commandstats usec of the top-level calls). Limits are high so nothing is denied.
+ *
+ *   pnpm bench:redis [--rounds 3] [--sequential 5000] [--concurrent 40000]
+ */
+import { createLimiter, type PolicyInput } from '@sluice/core'
+import { RedisStore } from '@sluice/redis'
+import type { Options as ErlOptions } from 'express-rate-limit'
+import { Redis } from 'ioredis'
+import RateLimitRedisStore from 'rate-limit-redis'
+import { RateLimiterRedis, RateLimiterUnion } from 'rate-limiter-flexible'
+import { parseCommandStats, startRedisServer } from '../test/support/redis.js'
+
+const args = process.argv.slice(2)
+const option = (name: string, fallback: number) => {
+  const index = args.indexOf(`--${name}`)
+  return index === -1 ? fallback : Number(args[index + 1])
+}
+const ROUNDS = option('rounds', 3)
+const SEQUENTIAL = option('sequential', 5000)
+const CONCURRENT = option('concurrent', 40_000)
+const IN_FLIGHT = 64
+const KEYS = Array.from({ length: 10_000 }, (_, i) => `198.51.${(i >> 8) & 255}.${i & 255}`)
+/** Commands a script sends to the server from inside; everything else came over the wire. */
+const TOP_LEVEL = new Set(['evalsha', 'eval', 'script|load'])
+
+type Decide = (key: string) => Promise<unknown>
+interface Contender {
+  name: string
+  limits: 1 | 2
+  make: (client: Redis) => Promise<Decide>
+}
+
+const sluice = (limits: PolicyInput[]) => async (client: Redis) => {
+  const limiter = createLimiter({ limits, store: new RedisStore({ client, prefix: 'sl:' }) })
+  return (key: string) => limiter.consume(key)
+}
+const rlflx = (durations: number[]) => async (client: Redis) => {
+  const limiters = durations.map(
+    (duration, i) => new RateLimiterRedis({ storeClient: client, points: 1e9, duration, keyPrefix: `rl${i}` }),
+  )
+  if (limiters.length === 1) return (key: string) => (limiters[0] as RateLimiterRedis).consume(key)
+  const union = new RateLimiterUnion(...limiters)
+  return (key: string) => union.consume(key)
+}
+const rateLimitRedis = (windows: number[]) => async (client: Redis) => {
+  const stores = await Promise.all(
+    windows.map(async (windowMs, i) => {
+      const store = new RateLimitRedisStore({
+        prefix: `rlr${i}:`,
+        sendCommand: (...command: string[]) => client.call(...(command as [string, ...string[]])) as never,
+      })
+      await store.init({ windowMs } as ErlOptions)
+      return store
+    }),
+  )
+  return async (key: string) => {
+    for (const store of stores) await store.increment(key)
+  }
+}
+
+const contenders: Contender[] = [
+  { name: 'sluice RedisStore (sliding-window)', limits: 1, make: sluice(['1000000/min']) },
+  {
+    name: 'sluice RedisStore (fixed-window)',
+    limits: 1,
+    make: sluice([{ limit: 1e6, window: 60_000, algorithm: 'fixed-window' }]),
+  },
+  { name: 'sluice RedisStore (gcra)', limits: 1, make: sluice([{ limit: 1e6, window: 60_000, algorithm: 'gcra' }]) },
+  { name: 'rate-limiter-flexible RateLimiterRedis', limits: 1, make: rlflx([60]) },
+  { name: 'express-rate-limit + rate-limit-redis', limits: 1, make: rateLimitRedis([60_000]) },
+  { name: 'sluice RedisStore (sliding-window)', limits: 2, make: sluice(['1000000/min', '100000/s']) },
+  {
+    name: 'sluice RedisStore (fixed-window)',
+    limits: 2,
+    make: sluice([
+      { limit: 1e6, window: 60_000, algorithm: 'fixed-window' },
+      { limit: 1e5, window: 1000, algorithm: 'fixed-window' },
+    ]),
+  },
+  { name: 'rate-limiter-flexible RateLimiterUnion of 2', limits: 2, make: rlflx([60, 1]) },
+  { name: 'express-rate-limit + rate-limit-redis, 2 stacked', limits: 2, make: rateLimitRedis([60_000, 1000]) },
+]
+
+interface Sample {
+  perSecond: number
+  topLevel: number
+  allCommands: number
+  cpuUs: number
+  scriptUs: number
+}
+
+async function serverCounters(admin: Redis) {
+  const stats = parseCommandStats(await admin.info('commandstats'))
+  const cpu = await admin.info('cpu')
+  const seconds = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(cpu)?.[1] ?? 0)
+  let topLevel = 0
+  let all = 0
+  let scriptUs = 0
+  for (const [name, { calls, usec }] of Object.entries(stats)) {
+    if (name === 'info') continue
+    all += calls
+    if (TOP_LEVEL.has(name)) {
+      topLevel += calls
+      scriptUs += usec
+    }
+  }
+  return { topLevel, all, scriptUs, cpuUs: (seconds('used_cpu_user') + seconds('used_cpu_sys')) * 1e6 }
+}
+
+async function measure(decide: Decide, admin: Redis, total: number, inFlight: number): Promise<Sample> {
+  const before = await serverCounters(admin)
+  let next = 0
+  const worker = async () => {
+    while (next < total) {
+      const i = next++
+      await decide(KEYS[(i * 7919) % KEYS.length] as string)
+    }
+  }
+  const start = performance.now()
+  await Promise.all(Array.from({ length: inFlight }, worker))
+  const seconds = (performance.now() - start) / 1000
+  const after = await serverCounters(admin)
+  return {
+    perSecond: total / seconds,
+    topLevel: (after.topLevel - before.topLevel) / total,
+    allCommands: (after.all - before.all - 1) / total, // the second INFO cpu call
+    cpuUs: (after.cpuUs - before.cpuUs) / total,
+    scriptUs: (after.scriptUs - before.scriptUs) / total,
+  }
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number
+
+const server = await startRedisServer()
+const client = new Redis(server.port)
+const admin = new Redis(server.port)
+type Row = { name: string; limits: number; seq: Sample; conc: Sample }
+const rows: Row[] = []
+try {
+  for (const contender of contenders) {
+    const runs: { seq: Sample; conc: Sample }[] = []
+    for (let round = 0; round < ROUNDS; round++) {
+      await admin.flushall()
+      const decide = await contender.make(client)
+      await measure(decide, admin, 1000, IN_FLIGHT) // warm-up: scripts loaded, JIT warm
+      runs.push({
+        seq: await measure(decide, admin, SEQUENTIAL, 1),
+        conc: await measure(decide, admin, CONCURRENT, IN_FLIGHT),
+      })
+    }
+    const pick = (mode: 'seq' | 'conc'): Sample => ({
+      perSecond: median(runs.map((r) => r[mode].perSecond)),
+      topLevel: median(runs.map((r) => r[mode].topLevel)),
+      allCommands: median(runs.map((r) => r[mode].allCommands)),
+      cpuUs: median(runs.map((r) => r[mode].cpuUs)),
+      scriptUs: median(runs.map((r) => r[mode].scriptUs)),
+    })
+    rows.push({ name: contender.name, limits: contender.limits, seq: pick('seq'), conc: pick('conc') })
+    process.stderr.write(`done: ${contender.name} (${contender.limits})\n`)
+  }
+} finally {
+  client.disconnect()
+  admin.disconnect()
+  await server.stop()
+}
+
+const version = (await import('ioredis/package.json', { with: { type: 'json' } })).default.version
+const fmt = (n: number, digits = 0) =>
+  n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits })
+console.log(`Node ${process.version}, ioredis ${version}, ${ROUNDS} rounds (median), 10 000 keys,`)
+console.log(`${SEQUENTIAL} decisions with 1 in flight, ${CONCURRENT} with ${IN_FLIGHT} in flight, one connection.\n`)
+console.log(
+  '| store | limits | decisions/s, 1 in flight | decisions/s, 64 in flight | round trips / decision | Redis commands / decision (incl. in-script) | server CPU µs / decision (64 in flight) | script µs / decision |',
+)
+console.log('|---|---|---|---|---|---|---|---|')
+for (const r of rows) {
+  console.log(
+    `| ${r.name} | ${r.limits} | ${fmt(r.seq.perSecond)} | ${fmt(r.conc.perSecond)} | ${fmt(r.conc.topLevel, 2)} | ${fmt(r.conc.allCommands, 2)} | ${fmt(r.conc.cpuUs, 1)} | ${fmt(r.conc.scriptUs, 1)} |`,
+  )
+}
+console.log('\nRatios, sluice (sliding-window, the default) against rate-limiter-flexible:')
+for (const limits of [1, 2]) {
+  const ours = rows.find((r) => r.limits === limits && r.name.startsWith('sluice RedisStore (sliding'))
+  const theirs = rows.find((r) => r.limits === limits && r.name.startsWith('rate-limiter-flexible'))
+  if (!ours || !theirs) continue
+  console.log(
+    `- ${limits} limit${limits > 1 ? 's' : ''}: throughput ×${fmt(ours.seq.perSecond / theirs.seq.perSecond, 2)} (1 in flight), ×${fmt(ours.conc.perSecond / theirs.conc.perSecond, 2)} (64 in flight); server CPU per decision ×${fmt(ours.conc.cpuUs / theirs.conc.cpuUs, 2)}`,
+  )
+}
