@@ -24,6 +24,8 @@ declare global {
 type Args = [req: Request, res: Response]
 export type RateLimitOptions = CoreRateLimitOptions<Args, unknown>
 export type ConcurrencyLimitOptions = CoreConcurrencyOptions<Args, unknown>
+/** Groups an address the way the default key does, for custom keys that fall back to the IP. */
+export { ipKey } from '@sluice/core'
 export type { ConcurrencyInfo, Decision }
 
 export interface RateLimitMiddleware extends RequestHandler {

@@ -27,6 +27,8 @@ interface AddressOptions {
 }
 export type RateLimitOptions = CoreRateLimitOptions<Args, Awaitable<Response>> & AddressOptions
 export type ConcurrencyLimitOptions = CoreConcurrencyOptions<Args, Awaitable<Response>> & AddressOptions
+/** Groups an address the way the default key does, for custom keys that fall back to the IP. */
+export { ipKey } from '@sluice/core'
 export type { ConcurrencyInfo, Decision }
 
 /** The variables `rateLimit()` sets: type your app with `new Hono<{ Variables: RateLimitVariables }>()`. */

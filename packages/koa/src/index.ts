@@ -15,6 +15,8 @@ import type { Context, Middleware } from 'koa'
 type Args = [ctx: Context]
 export type RateLimitOptions = CoreRateLimitOptions<Args, unknown>
 export type ConcurrencyLimitOptions = CoreConcurrencyOptions<Args, unknown>
+/** Groups an address the way the default key does, for custom keys that fall back to the IP. */
+export { ipKey } from '@sluice/core'
 export type { ConcurrencyInfo, Decision }
 
 /** What `rateLimit()` adds to `ctx.state`. */
