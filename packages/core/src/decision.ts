@@ -32,6 +32,8 @@ export interface Decision {
   readonly delay: number
   /** One entry per policy, in the order given. */
   readonly policies: readonly PolicyDecision[]
+  /** The entry of `policies` that `limit`, `remaining` and `resetAfter` describe. */
+  readonly binding: PolicyDecision
   /** The key the decision is for. */
   readonly key: string
   readonly source: DecisionSource
@@ -84,6 +86,7 @@ export function toDecision(
     retryAfter,
     delay: allowed ? delay : 0,
     policies: entries,
+    binding: chosen,
     key,
     source,
   }

@@ -259,3 +259,17 @@ describe('when the store fails', () => {
     expect(decision.error).toBeInstanceOf(StoreFullError)
   })
 })
+
+describe('a denied request', () => {
+  it('reports the untouched quota of the policies that would have admitted it', async () => {
+    const { store } = clockedStore()
+    const limiter = createLimiter({ limits: ['100/min', '2/s'], store })
+    await limiter.consume('k')
+    await limiter.consume('k')
+    const denied = await limiter.consume('k')
+    expect(denied.policies.map((p) => [p.allowed, p.remaining])).toEqual([
+      [true, 98],
+      [false, 0],
+    ])
+  })
+})

@@ -1,5 +1,5 @@
 import { type AlgorithmState, type Outcome, step } from './algorithms/index.js'
-import type { PolicySet } from './policy.js'
+import type { Policy, PolicySet } from './policy.js'
 
 export type Awaitable<T> = T | Promise<T>
 
@@ -22,7 +22,10 @@ export interface Evaluation {
   readonly states: AlgorithmState[]
 }
 
-/** Runs every policy's transition for one request: the shared heart of in-process stores. */
+/**
+ * Runs every policy's transition for one request: the shared heart of in-process stores. When any
+ * policy denies, the others report their quota as it stands (a cost-0 step), since nothing is taken.
+ */
 export function evaluate(
   states: readonly (AlgorithmState | undefined)[] | undefined,
   now: number,
@@ -34,10 +37,16 @@ export function evaluate(
   const next: AlgorithmState[] = new Array(policies.length)
   let allowed = true
   for (let i = 0; i < policies.length; i++) {
-    const result = step(states?.[i], now, policies[i] as (typeof policies)[number], cost)
+    const result = step(states?.[i], now, policies[i] as Policy, cost)
     outcomes[i] = result.outcome
     next[i] = result.state
     if (!result.outcome.allowed) allowed = false
+  }
+  if (!allowed) {
+    // Nothing is taken from any policy, so those that would have admitted report their quota untouched.
+    for (let i = 0; i < policies.length; i++) {
+      if ((outcomes[i] as Outcome).allowed) outcomes[i] = step(states?.[i], now, policies[i] as Policy, 0).outcome
+    }
   }
   return { allowed, outcomes, states: next }
 }

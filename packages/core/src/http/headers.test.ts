@@ -4,7 +4,6 @@ import { toDecision } from '../decision.js'
 import { ConfigError } from '../errors.js'
 import { parsePolicies } from '../policy.js'
 import {
-  bindingPolicy,
   concurrencyHeaders,
   headerModeOption,
   rateLimitHeaders,
@@ -86,21 +85,6 @@ describe('express-rate-limit compatible modes', () => {
 
   it('false sends nothing', () => {
     expect(rateLimitHeaders(denied, false)).toEqual([])
-  })
-})
-
-describe('bindingPolicy', () => {
-  it('is the first policy with the least remaining when admitted', () => {
-    const d = toDecision('k', policies, [ok(1, 10), ok(1, 20)], 'store')
-    expect(bindingPolicy(d).name).toBe('100-per-1m')
-    expect(bindingPolicy(admitted).name).toBe('2-per-1s')
-  })
-
-  it('is the denying policy with the longest wait when denied, agreeing with the decision', () => {
-    const d = toDecision('k', policies, [no(0, 60_000, 5_000), no(0, 1_000, 900)], 'store')
-    expect(bindingPolicy(d).name).toBe('100-per-1m')
-    expect(bindingPolicy(d).remaining).toBe(d.remaining)
-    expect(bindingPolicy(denied).limit).toBe(denied.limit)
   })
 })
 

@@ -42,25 +42,6 @@ export function retryAfterSeconds(ms: number): number {
 }
 
 /**
- * The policy that `decision.limit/remaining/resetAfter` describe: the denying policy with the
- * longest wait, else the first with the least remaining (the same rule as `toDecision`).
- */
-export function bindingPolicy(decision: Decision): PolicyDecision {
-  const { policies } = decision
-  let binding = policies[0] as PolicyDecision
-  for (const p of policies) {
-    if (
-      decision.allowed
-        ? p.remaining < binding.remaining
-        : !p.allowed && (binding.allowed || p.retryAfter > binding.retryAfter)
-    ) {
-      binding = p
-    }
-  }
-  return binding
-}
-
-/**
  * Seconds until the policy's quota comes back. A policy that denied reports its retry time, so
  * that Retry-After never points before the end of the effective window (draft-11 §6) and
  * draft-6's Reset matches Retry-After.
@@ -96,7 +77,7 @@ export function rateLimitHeaders(
     const state = decision.policies.map((p) => `${sfString(p.name)};r=${p.remaining};t=${resetSeconds(p)}`).join(', ')
     return [entry('RateLimit-Policy', policy, true), entry('RateLimit', state, true)]
   }
-  const binding = bindingPolicy(decision)
+  const binding = decision.binding
   const limit = String(binding.limit)
   const remaining = String(binding.remaining)
   const reset = resetSeconds(binding)

@@ -12,7 +12,6 @@ export type { ConcurrencyHandler, ConcurrencyInfo, ConcurrencyLimitOptions, Conc
 export { createConcurrencyHandler } from './concurrency.js'
 export type { HeaderEntry, HeaderMode, HeadersOption } from './headers.js'
 export {
-  bindingPolicy,
   concurrencyHeaders,
   HEADER_MODES,
   headerModeOption,

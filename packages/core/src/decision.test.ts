@@ -1,0 +1,44 @@
+import { describe, expect, it } from 'vitest'
+import type { Outcome } from './algorithms/index.js'
+import { toDecision } from './decision.js'
+import { parsePolicies } from './policy.js'
+
+const { policies } = parsePolicies(['100/min', '2/s'])
+const ok = (remaining: number, resetAfter: number): Outcome => ({
+  allowed: true,
+  remaining,
+  resetAfter,
+  retryAfter: 0,
+  delay: 0,
+})
+const no = (remaining: number, resetAfter: number, retryAfter: number): Outcome => ({
+  allowed: false,
+  remaining,
+  resetAfter,
+  retryAfter,
+  delay: 0,
+})
+
+describe('decision.binding', () => {
+  it('is the first policy with the least remaining when admitted', () => {
+    expect(toDecision('k', policies, [ok(1, 10), ok(1, 20)], 'store').binding.name).toBe('100-per-1m')
+    const admitted = toDecision('k', policies, [ok(57, 33_001), ok(1, 400)], 'store')
+    expect(admitted.binding.name).toBe('2-per-1s')
+    expect(admitted).toMatchObject({ limit: 2, remaining: 1, resetAfter: 400, retryAfter: 0 })
+  })
+
+  it('is the denying policy with the longest wait when denied, agreeing with the decision', () => {
+    const d = toDecision('k', policies, [no(0, 60_000, 5_000), no(0, 1_000, 900)], 'store')
+    expect(d.binding.name).toBe('100-per-1m')
+    expect(d).toMatchObject({ allowed: false, limit: 100, remaining: 0, resetAfter: 60_000, retryAfter: 5_000 })
+    const denied = toDecision('k', policies, [ok(57, 33_001), no(0, 2_000, 1_200)], 'store')
+    expect(denied.binding.name).toBe('2-per-1s')
+    expect(denied).toMatchObject({ limit: 2, remaining: 0, retryAfter: 1_200 })
+  })
+
+  it('takes the longest shaping delay of the policies, and none when denied', () => {
+    const shaped = (delay: number): Outcome => ({ ...ok(0, 500), delay })
+    expect(toDecision('k', policies, [shaped(100), shaped(300)], 'store').delay).toBe(300)
+    expect(toDecision('k', policies, [shaped(100), no(0, 1, 1)], 'store').delay).toBe(0)
+  })
+})
