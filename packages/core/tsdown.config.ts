@@ -1,9 +1,1 @@
-import { defineConfig } from 'tsdown'
-
-export default defineConfig({
-  entry: ['src/index.ts'],
-  format: ['esm', 'cjs'],
-  dts: true,
-  clean: true,
-  platform: 'neutral',
-})
+export { default } from '../../tsdown.base.ts'
