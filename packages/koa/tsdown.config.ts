@@ -1,1 +1,1 @@
-export { default } from '../../tsdown.base.ts'
+export { default } from '../../tsdown.base'
