@@ -1,23 +1,10 @@
 import { describe, expect, it } from 'vitest'
 import type { Outcome } from './algorithms/index.js'
+import { denied as no, admitted as ok } from './algorithms/outcome.js'
 import { toDecision } from './decision.js'
 import { parsePolicies } from './policy.js'
 
 const { policies } = parsePolicies(['100/min', '2/s'])
-const ok = (remaining: number, resetAfter: number): Outcome => ({
-  allowed: true,
-  remaining,
-  resetAfter,
-  retryAfter: 0,
-  delay: 0,
-})
-const no = (remaining: number, resetAfter: number, retryAfter: number): Outcome => ({
-  allowed: false,
-  remaining,
-  resetAfter,
-  retryAfter,
-  delay: 0,
-})
 
 describe('decision.binding', () => {
   it('is the first policy with the least remaining when admitted', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import type { Outcome } from '../algorithms/index.js'
+import { denied as no, admitted as ok } from '../algorithms/outcome.js'
 import { toDecision } from '../decision.js'
 import { ConfigError } from '../errors.js'
 import { parsePolicies } from '../policy.js'
@@ -13,20 +13,6 @@ import {
 } from './headers.js'
 
 const { policies } = parsePolicies(['100/min', '2/s'])
-const ok = (remaining: number, resetAfter: number): Outcome => ({
-  allowed: true,
-  remaining,
-  resetAfter,
-  retryAfter: 0,
-  delay: 0,
-})
-const no = (remaining: number, resetAfter: number, retryAfter: number): Outcome => ({
-  allowed: false,
-  remaining,
-  resetAfter,
-  retryAfter,
-  delay: 0,
-})
 
 const admitted = toDecision('k', policies, [ok(57, 33_001), ok(1, 400)], 'store')
 const denied = toDecision('k', policies, [ok(57, 33_001), no(0, 2_000, 1_200)], 'store')
