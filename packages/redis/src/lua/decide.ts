@@ -212,30 +212,42 @@ local stored = redis.call('MGET', unpack(KEYS))
 local reply = { 1 }
 local writes = {}
 
-for i = 1, #KEYS do
-  local at = 3 + (i - 1) * 6
-  local algorithm = ALGORITHMS[ARGV[at + 1]]
-  local limit, window = tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3])
-  local burst, precision, maxDelay = tonumber(ARGV[at + 4]), tonumber(ARGV[at + 5]), tonumber(ARGV[at + 6])
-  local text = stored[i]
-  local ok, remaining, resetAfter, retryAfter, delay, state
-  if peek then
-    -- As peekOutcome: the quota left (a cost-0 step), and when a cost-1 request would pass.
-    local _
-    ok, _, _, retryAfter = algorithm(text, now, 1, limit, window, burst, precision, maxDelay)
-    _, remaining, resetAfter = algorithm(text, now, 0, limit, window, burst, precision, maxDelay)
-    delay = 0
-  else
-    ok, remaining, resetAfter, retryAfter, delay, state = algorithm(text, now, cost, limit, window, burst, precision, maxDelay)
-    writes[i] = state
-    writes[#KEYS + i] = resetAfter
-  end
+local function put(i, ok, remaining, resetAfter, retryAfter, delay)
   local base = 2 + (i - 1) * 5
   if ok then reply[base] = 1 else reply[base] = 0; reply[1] = 0 end
   reply[base + 1] = remaining
   reply[base + 2] = resetAfter
   reply[base + 3] = retryAfter
   reply[base + 4] = delay
+end
+
+-- The policy at index i with \`c\` as the cost: all of its results.
+local function run(i, c)
+  local at = 3 + (i - 1) * 6
+  return ALGORITHMS[ARGV[at + 1]](stored[i], now, c, tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3]),
+    tonumber(ARGV[at + 4]), tonumber(ARGV[at + 5]), tonumber(ARGV[at + 6]))
+end
+
+for i = 1, #KEYS do
+  if peek then
+    -- As peekOutcome: the quota left (a cost-0 step), and when a cost-1 request would pass.
+    local ok, _, _, retryAfter = run(i, 1)
+    local _, remaining, resetAfter = run(i, 0)
+    put(i, ok, remaining, resetAfter, retryAfter, 0)
+  else
+    local ok, remaining, resetAfter, retryAfter, delay, state = run(i, cost)
+    put(i, ok, remaining, resetAfter, retryAfter, delay)
+    writes[i] = state
+    writes[#KEYS + i] = resetAfter
+  end
+end
+
+if reply[1] == 0 and not peek then
+  -- As core's evaluate: nothing is taken, so the policies that would have admitted report their
+  -- quota untouched (a cost-0 step).
+  for i = 1, #KEYS do
+    if reply[2 + (i - 1) * 5] == 1 then put(i, run(i, 0)) end
+  end
 end
 
 -- All-or-nothing: a denied request writes nothing anywhere.
