@@ -7,6 +7,7 @@
 //   pnpm bench:http     # env: BENCH_RUNS=5 BENCH_DURATION=5 BENCH_CONNECTIONS=32
 //                       #      BENCH_FRAMEWORKS=express,koa,hono BENCH_PIN=0 (no CPU pinning)
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { cpus } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
@@ -27,6 +28,8 @@ interface Target {
 
 interface Sample {
   rps: number
+  /** Server CPU time (user + system, all threads) per request, in µs; NaN where /proc is missing. */
+  cpuPerRequest: number
   p99: number
   non2xx: number
   errors: number
@@ -61,10 +64,26 @@ const requests = Array.from({ length: CLIENTS }, (_, i) => ({
   headers: { [CLIENT_HEADER]: `client-${i}` },
 }))
 
-async function load(url: string, duration: number): Promise<Sample> {
-  const result = await autocannon({ url, connections: CONNECTIONS, duration, requests })
+const CLOCK_TICKS_PER_S = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout) || 100
+
+/** CPU seconds a process has used (utime + stime from /proc/<pid>/stat), or NaN off Linux. */
+function cpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_S
+  } catch {
+    return Number.NaN
+  }
+}
+
+async function load(target: Target, duration: number): Promise<Sample> {
+  const cpuBefore = cpuSeconds(target.child.pid!)
+  const result = await autocannon({ url: target.url, connections: CONNECTIONS, duration, requests })
+  const cpu = cpuSeconds(target.child.pid!) - cpuBefore
   return {
     rps: result.requests.average,
+    cpuPerRequest: (cpu * 1e6) / result.requests.total,
     p99: result.latency.p99,
     non2xx: result.non2xx,
     errors: result.errors + result.timeouts,
@@ -77,42 +96,54 @@ function median(values: readonly number[]): number {
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
 }
 
+/** `items` starting at position `by`, wrapping around. */
+function rotate<T>(items: readonly T[], by: number): T[] {
+  const k = by % items.length
+  return [...items.slice(k), ...items.slice(0, k)]
+}
+
 const targets: Target[] = []
 try {
   for (const framework of FRAMEWORKS) {
     for (const variant of VARIANTS[framework]) targets.push(await startServer(framework, variant))
   }
-  for (const target of targets) await load(target.url, WARMUP_S)
+  for (const target of targets) await load(target, WARMUP_S)
 
+  // Each round visits every framework (order rotating) and, within a framework, every variant
+  // back to back (order rotating), so a variant and its baseline are measured seconds apart.
   const samples = new Map<Target, Sample[]>(targets.map((t) => [t, []]))
   for (let round = 0; round < RUNS; round++) {
-    const order = [...targets.slice(round % targets.length), ...targets.slice(0, round % targets.length)]
-    for (const target of order) {
-      const sample = await load(target.url, DURATION_S)
-      samples.get(target)!.push(sample)
-      console.error(
-        `round ${round + 1}/${RUNS}  ${target.framework.padEnd(7)} ${target.variant.padEnd(8)} ${Math.round(sample.rps)} req/s`,
-      )
+    for (const framework of rotate(FRAMEWORKS, round)) {
+      for (const target of rotate(
+        targets.filter((t) => t.framework === framework),
+        round,
+      )) {
+        const sample = await load(target, DURATION_S)
+        samples.get(target)!.push(sample)
+        console.error(
+          `round ${round + 1}/${RUNS}  ${framework.padEnd(7)} ${target.variant.padEnd(8)} ${Math.round(sample.rps)} req/s  ${sample.cpuPerRequest.toFixed(1)} µs CPU/req`,
+        )
+      }
     }
   }
 
-  const baseline = (framework: Framework) =>
-    samples.get(targets.find((t) => t.framework === framework && t.variant === 'none')!)!
   console.log(`
-HTTP hello world, ${RUNS} interleaved runs of ${DURATION_S} s each, ${CONNECTIONS} connections, ${CLIENTS} client keys
-limits: 1 policy = ${LIMITS[0].limit}/${LIMITS[0].window / 1000}s, 2 policies = that + ${LIMITS[1].limit}/${LIMITS[1].window / 1000}s
+HTTP hello world: ${RUNS} interleaved runs of ${DURATION_S} s per row, ${CONNECTIONS} connections, ${CLIENTS} client keys
+limits: 1 policy = ${LIMITS[0].limit}/${LIMITS[0].window / 1000}s, 2 policies = that + ${LIMITS[1].limit}/${LIMITS[1].window / 1000}s (nothing is denied)
 node ${process.version}, ${cpus().length} × ${cpus()[0]?.model.trim()}, ${pinned ? 'server pinned to CPU 1, load generator to CPU 0' : 'not pinned'}
+ratios: median over runs of (row ÷ the same framework's no-limiter row in the same run)
 
-| framework | limiter | req/s (median) | min–max | vs no limiter (median of per-run ratios) | p99 ms (median) | non-2xx |
-|---|---|---:|---:|---:|---:|---:|`)
+| framework | limiter | req/s (median) | min–max | req/s ÷ none | server CPU µs/req (median) | CPU/req ÷ none | p99 ms | non-2xx + errors |
+|---|---|---:|---:|---:|---:|---:|---:|---:|`)
   for (const target of targets) {
     const runs = samples.get(target)!
-    const base = baseline(target.framework)
-    const ratio = median(runs.map((s, i) => s.rps / base[i]!.rps))
+    const base = samples.get(targets.find((t) => t.framework === target.framework && t.variant === 'none')!)!
+    const ratio = (metric: (s: Sample) => number) =>
+      target.variant === 'none' ? '1' : median(runs.map((s, i) => metric(s) / metric(base[i]!))).toFixed(3)
     const rps = runs.map((s) => s.rps)
     const failures = runs.reduce((n, s) => n + s.non2xx + s.errors, 0)
     console.log(
-      `| ${target.framework} | ${label(target.variant)} | ${Math.round(median(rps))} | ${Math.round(Math.min(...rps))}–${Math.round(Math.max(...rps))} | ${target.variant === 'none' ? '1' : ratio.toFixed(3)} | ${median(runs.map((s) => s.p99))} | ${failures} |`,
+      `| ${target.framework} | ${label(target.variant)} | ${Math.round(median(rps))} | ${Math.round(Math.min(...rps))}–${Math.round(Math.max(...rps))} | ${ratio((s) => s.rps)} | ${median(runs.map((s) => s.cpuPerRequest)).toFixed(1)} | ${ratio((s) => s.cpuPerRequest)} | ${median(runs.map((s) => s.p99))} | ${failures} |`,
     )
   }
 } finally {
