@@ -55,7 +55,13 @@ export class FilteredStore implements Store {
     if (typeof threshold !== 'number' || !Number.isSafeInteger(threshold) || threshold < 1) {
       throw new ConfigError('threshold', threshold, 'must be a positive whole number')
     }
-    if (store === null || typeof store !== 'object' || typeof store.consume !== 'function') {
+    if (
+      store === null ||
+      typeof store !== 'object' ||
+      typeof store.consume !== 'function' ||
+      typeof store.peek !== 'function' ||
+      typeof store.reset !== 'function'
+    ) {
       throw new ConfigError('store', store, 'must be a store with consume, peek and reset methods')
     }
     if (!(sketch instanceof SketchStore)) throw new ConfigError('sketch', sketch, 'must be a SketchStore')
