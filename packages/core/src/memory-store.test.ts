@@ -55,6 +55,16 @@ describe('MemoryStore', () => {
     expect(store.size).toBe(5)
   })
 
+  it("shares a policy's state between limiters with the same policy, as Redis does", () => {
+    const { store, hit } = setup(10)
+    hit('k')
+    const withBurst = parsePolicies(['2/min', '10/s'])
+    expect(store.consume('k', withBurst, 1).map((o) => o.remaining)).toEqual([0, 9])
+    expect(hit('k')?.allowed).toBe(false)
+    store.reset('k', parsePolicies('10/s'))
+    expect(store.peek('k', withBurst).map((o) => o.remaining)).toEqual([0, 10])
+  })
+
   it('forgets everything on clear', () => {
     const { store, hit } = setup(10)
     hit('a')

@@ -1,6 +1,6 @@
 import { type AlgorithmState, type Outcome, peekOutcome } from './algorithms/index.js'
 import { ConfigError, StoreFullError } from './errors.js'
-import type { PolicySet } from './policy.js'
+import type { Policy, PolicySet } from './policy.js'
 import { evaluate, type Store } from './store.js'
 
 export interface MemoryStoreOptions {
@@ -10,9 +10,17 @@ export interface MemoryStoreOptions {
   now?: () => number
 }
 
+/** One policy's state for a key. Policies with the same id share it, as they do in Redis. */
+interface Slot {
+  readonly id: string
+  state: AlgorithmState
+  /** When the policy is back to full quota: the state can then be forgotten. */
+  expiresAt: number
+}
+
 interface Entry {
-  states: AlgorithmState[]
-  /** When every policy is back to full quota: the entry can then be forgotten. */
+  readonly slots: Slot[]
+  /** The latest expiry of the slots: the whole entry can be forgotten after it. */
   expiresAt: number
   /** A limited key is never evicted before this, or a flood of new keys would unblock it. */
   protectedUntil: number
@@ -22,16 +30,16 @@ interface Entry {
 const SWEEP_PER_INSERT = 2
 
 /**
- * Keeps state in this process, in a Map per policy set. No timers: entries expire lazily and a
- * few of the oldest are swept on every new key. When `maxKeys` is reached the oldest key that
- * is not currently limited is evicted; if every key is limited the store throws
- * `StoreFullError`, which the limiter's `onStoreError` turns into a decision.
+ * Keeps state in this process, in one Map from key to the states of the policies seen for it
+ * (a policy's state is shared by every limiter with the same policy, as in Redis). No timers:
+ * entries expire lazily and a few of the oldest are swept on every new key. When `maxKeys` is
+ * reached the oldest key that is not currently limited is evicted; if every key is limited the
+ * store throws `StoreFullError`, which the limiter's `onStoreError` turns into a decision.
  */
 export class MemoryStore implements Store {
   readonly maxKeys: number
   readonly #now: () => number
-  readonly #sets = new Map<string, Map<string, Entry>>()
-  #size = 0
+  readonly #entries = new Map<string, Entry>()
 
   constructor(options: MemoryStoreOptions = {}) {
     const { maxKeys = 100_000, now = Date.now } = options
@@ -45,75 +53,72 @@ export class MemoryStore implements Store {
 
   /** Keys currently held (expired ones count until they are swept). */
   get size(): number {
-    return this.#size
+    return this.#entries.size
   }
 
   consume(key: string, set: PolicySet, cost: number): readonly Outcome[] {
     const now = this.#now()
-    const entries = this.#entriesOf(set.id)
-    let entry = entries.get(key)
-    const states = entry === undefined || entry.expiresAt <= now ? undefined : entry.states
-    const result = evaluate(states, now, set, cost)
+    let entry = this.#entries.get(key)
+    const result = evaluate(entry && statesOf(entry, set.policies, now), now, set, cost)
+    const { outcomes } = result
 
-    let expiresAt = now
-    let exhausted = false
-    for (const outcome of result.outcomes) {
-      if (now + outcome.resetAfter > expiresAt) expiresAt = now + outcome.resetAfter
+    let latest = now
+    let exhausted = !result.allowed
+    for (let i = 0; i < outcomes.length; i++) {
+      const outcome = outcomes[i] as Outcome
+      if (now + outcome.resetAfter > latest) latest = now + outcome.resetAfter
       if (outcome.remaining === 0) exhausted = true
     }
     if (result.allowed) {
       if (entry === undefined) {
-        entry = { states: result.states, expiresAt, protectedUntil: 0 }
-        this.#insert(entries, key, entry, now)
-      } else {
-        entry.states = result.states
-        entry.expiresAt = expiresAt
+        entry = { slots: [], expiresAt: latest, protectedUntil: 0 }
+        this.#insert(key, entry, now)
       }
+      for (let i = 0; i < outcomes.length; i++) {
+        write(entry, (set.policies[i] as Policy).id, result.states[i], now + (outcomes[i] as Outcome).resetAfter)
+      }
+      if (latest > entry.expiresAt) entry.expiresAt = latest
     }
-    if (entry !== undefined && (exhausted || !result.allowed)) entry.protectedUntil = expiresAt
-    return result.outcomes
+    if (entry !== undefined && exhausted && latest > entry.protectedUntil) entry.protectedUntil = latest
+    return outcomes
   }
 
   peek(key: string, set: PolicySet): readonly Outcome[] {
     const now = this.#now()
-    const entry = this.#sets.get(set.id)?.get(key)
-    const states = entry === undefined || entry.expiresAt <= now ? undefined : entry.states
+    const entry = this.#entries.get(key)
+    const states = entry && statesOf(entry, set.policies, now)
     return set.policies.map((policy, i) => peekOutcome(states?.[i], now, policy))
   }
 
   reset(key: string, set: PolicySet): void {
-    const entries = this.#sets.get(set.id)
-    if (entries?.delete(key)) this.#size--
+    const entry = this.#entries.get(key)
+    if (entry === undefined) return
+    const ids = new Set(set.policies.map((p) => p.id))
+    const kept = entry.slots.filter((slot) => !ids.has(slot.id))
+    if (kept.length === 0) {
+      this.#entries.delete(key)
+      return
+    }
+    entry.slots.splice(0, entry.slots.length, ...kept)
+    entry.protectedUntil = 0
   }
 
   /** Forgets every key. */
   clear(): void {
-    this.#sets.clear()
-    this.#size = 0
+    this.#entries.clear()
   }
 
-  #entriesOf(setId: string): Map<string, Entry> {
-    let entries = this.#sets.get(setId)
-    if (entries === undefined) {
-      entries = new Map()
-      this.#sets.set(setId, entries)
-    }
-    return entries
+  #insert(key: string, entry: Entry, now: number): void {
+    this.#sweep(now)
+    if (this.#entries.size >= this.maxKeys) this.#evictOne(now)
+    this.#entries.set(key, entry)
   }
 
-  #insert(entries: Map<string, Entry>, key: string, entry: Entry, now: number): void {
-    this.#sweep(entries, now)
-    if (this.#size >= this.maxKeys) this.#evictOne(now)
-    entries.set(key, entry)
-    this.#size++
-  }
-
-  #sweep(entries: Map<string, Entry>, now: number): void {
+  #sweep(now: number): void {
     let looked = 0
-    for (const [key, entry] of entries) {
+    for (const [key, entry] of this.#entries) {
       if (looked++ === SWEEP_PER_INSERT || entry.expiresAt > now) return
-      entries.delete(key)
-      this.#size--
+      this.#entries.delete(key)
     }
   }
 
@@ -123,28 +128,50 @@ export class MemoryStore implements Store {
    * pass over the store.
    */
   #evictOne(now: number): void {
-    for (const entries of this.#sets.values()) {
-      const moved: [string, Entry][] = []
-      let victim: string | undefined
-      for (const [key, entry] of entries) {
-        if (entry.protectedUntil <= now || entry.expiresAt <= now) {
-          victim = key
-          break
-        }
-        moved.push([key, entry])
+    const entries = this.#entries
+    const moved: [string, Entry][] = []
+    let victim: string | undefined
+    for (const [key, entry] of entries) {
+      if (entry.protectedUntil <= now || entry.expiresAt <= now) {
+        victim = key
+        break
       }
-      for (const [key, entry] of moved) {
-        entries.delete(key)
-        entries.set(key, entry)
-      }
-      if (victim !== undefined) {
-        entries.delete(victim)
-        this.#size--
-        return
-      }
+      moved.push([key, entry])
     }
-    throw new StoreFullError(
-      `MemoryStore is full: all ${this.maxKeys} keys are currently limited, so none can be forgotten safely; raise maxKeys`,
-    )
+    for (const [key, entry] of moved) {
+      entries.delete(key)
+      entries.set(key, entry)
+    }
+    if (victim === undefined) {
+      throw new StoreFullError(
+        `MemoryStore is full: all ${this.maxKeys} keys are currently limited, so none can be forgotten safely; raise maxKeys`,
+      )
+    }
+    entries.delete(victim)
+  }
+}
+
+/** The live state of each policy for this entry, aligned with `policies`; expired states read as none. */
+function statesOf(entry: Entry, policies: readonly Policy[], now: number): (AlgorithmState | undefined)[] {
+  const states = new Array<AlgorithmState | undefined>(policies.length)
+  for (let i = 0; i < policies.length; i++) {
+    const slot = find(entry, (policies[i] as Policy).id)
+    states[i] = slot !== undefined && slot.expiresAt > now ? slot.state : undefined
+  }
+  return states
+}
+
+function find(entry: Entry, id: string): Slot | undefined {
+  for (const slot of entry.slots) if (slot.id === id) return slot
+  return undefined
+}
+
+function write(entry: Entry, id: string, state: AlgorithmState, expiresAt: number): void {
+  const slot = find(entry, id)
+  if (slot === undefined) {
+    entry.slots.push({ id, state, expiresAt })
+  } else {
+    slot.state = state
+    slot.expiresAt = expiresAt
   }
 }

@@ -82,6 +82,17 @@ describe('sliding-window', () => {
     expect(brief(outcomes[11] as Outcome)).toEqual(['Y', 9, 2000, 0])
   })
 
+  it('survives a clock that steps back', () => {
+    const outcomes = run({ limit: 3, window: 1000, precision: 2 }, at(5000, 5001, 4000, 4000))
+    expect(outcomes.map(brief)).toEqual([
+      ['Y', 2, 1500, 0],
+      ['Y', 1, 1499, 0],
+      // Stepped back a second: counted as if no time had passed, never as NaN.
+      ['Y', 0, 1500, 0],
+      ['n', 0, 1500, 1167],
+    ])
+  })
+
   it('uses finer sub-windows with precision', () => {
     // Four 250 ms sub-windows: 10 at t=0 slide out between 1000 and 1250.
     const fine: PolicyOptions = { limit: 10, window: 1000, precision: 4 }

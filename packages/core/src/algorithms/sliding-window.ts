@@ -46,7 +46,8 @@ export const slidingWindow: Transition<SlidingWindowState> = (state, now, policy
 function shifted(state: SlidingWindowState | undefined, start: number, size: number, precision: number): number[] {
   const counts = new Array<number>(precision + 1).fill(0)
   if (state === undefined) return counts
-  const shift = (start - state.start) / size
+  // A clock that steps back (NTP) must not read past the stored counts: treat it as no time passed.
+  const shift = Math.max(0, (start - state.start) / size)
   for (let i = shift; i <= precision; i++) counts[i - shift] = state.counts[i] as number
   return counts
 }
