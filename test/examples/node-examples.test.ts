@@ -34,12 +34,14 @@ function startExample(name: string): Promise<Running> {
       const match = /listening on (http:\/\/localhost:\d+)/.exec(output)
       if (match) {
         clearTimeout(timer)
+        child.off('exit', onExit)
         resolve({ child, url: match[1]! })
       }
     }
+    const onExit = (code: number | null, signal: string | null) => fail(`exited early (code ${code}, signal ${signal})`)
     child.stdout!.on('data', onData)
     child.stderr!.on('data', onData)
-    child.once('exit', (code, signal) => fail(`exited early (code ${code}, signal ${signal})`))
+    child.once('exit', onExit)
   })
 }
 
