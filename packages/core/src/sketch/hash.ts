@@ -79,7 +79,7 @@ function mixLane2(h: number, block: number): number {
 }
 
 /** murmur3's finaliser: every input bit affects every output bit. */
-export function fmix32(h: number): number {
+function fmix32(h: number): number {
   h ^= h >>> 16
   h = Math.imul(h, 0x85ebca6b)
   h ^= h >>> 13

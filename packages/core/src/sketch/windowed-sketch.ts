@@ -21,7 +21,6 @@ export interface Credit {
  * as 0 and is cleared when next written. Expects a clock that never steps back.
  */
 export class WindowedSketch {
-  readonly policy: Policy
   readonly #size: number
   readonly #sliding: boolean
   readonly #ring: CountMinSketch[]
@@ -29,7 +28,6 @@ export class WindowedSketch {
   readonly #tags: Float64Array
 
   constructor(policy: Policy, shape: Required<SketchShape>) {
-    this.policy = policy
     this.#sliding = policy.algorithm === 'sliding-window'
     this.#size = this.#sliding ? policy.window / policy.precision : policy.window
     const length = this.#sliding ? policy.precision + 1 : 1
