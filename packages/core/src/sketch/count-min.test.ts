@@ -69,6 +69,35 @@ describe('CountMinSketch', () => {
     )
   })
 
+  it('spreads keys evenly over each row, and independently between rows (what the bound assumes)', () => {
+    const hashes = 3
+    const slots = 64
+    const keys = 20_000
+    const sketch = new CountMinSketch({ hashes, slots })
+    // Keys grouped by their columns in rows 0..r: a group of n holds n(n − 1)/2 colliding pairs.
+    const groups = Array.from({ length: hashes }, () => new Map<string, number>())
+    for (let i = 0; i < keys; i++) {
+      const cells = sketch.cellsOf(`user:${i}`)
+      let prefix = ''
+      for (let row = 0; row < hashes; row++) {
+        const column = (cells[row] as number) - row * slots
+        if (column < 0 || column >= slots) throw new Error(`column ${column} of row ${row} is out of range`)
+        prefix += `${column},`
+        const group = groups[row] as Map<string, number>
+        group.set(prefix, (group.get(prefix) ?? 0) + 1)
+      }
+    }
+    const pairs = groups.map((group) => [...group.values()].reduce((sum, n) => sum + (n * (n - 1)) / 2, 0))
+    const all = (keys * (keys - 1)) / 2
+    // Independent rows: each further row keeps about 1/slots of the pairs that collided so far.
+    // (Plain double hashing fails this at row 2: two rows' collision would imply every row's.)
+    for (const [row, shared] of pairs.entries()) {
+      const expected = all / slots ** (row + 1)
+      expect(shared / expected).toBeGreaterThan(0.8)
+      expect(shared / expected).toBeLessThan(1.2)
+    }
+  })
+
   it('reset forgets every count', () => {
     const sketch = new CountMinSketch({ hashes: 3, slots: 16 })
     for (let i = 0; i < 100; i++) sketch.incr(`k${i}`)
