@@ -23,7 +23,7 @@ describe('MemoryStore', () => {
     expect(hit('attacker')?.allowed).toBe(false)
   })
 
-  it('evicts the oldest key that is not limited when full', () => {
+  it('evicts a key that is not limited when full, passing over limited ones', () => {
     const { store, hit } = setup(3)
     hit('old')
     hit('limited')
@@ -31,9 +31,20 @@ describe('MemoryStore', () => {
     hit('newer')
     hit('newest')
     expect(store.size).toBe(3)
-    expect(store.peek('old', perMinute)[0]?.remaining).toBe(2)
     expect(store.peek('limited', perMinute)[0]?.remaining).toBe(0)
-    expect(store.peek('newer', perMinute)[0]?.remaining).toBe(1)
+    expect(store.peek('newest', perMinute)[0]?.remaining).toBe(1)
+    const forgotten = ['old', 'newer'].filter((key) => store.peek(key, perMinute)[0]?.remaining === 2)
+    expect(forgotten).toHaveLength(1)
+  })
+
+  it('keeps inserting in constant time while expired keys churn', () => {
+    const { clock, store, hit } = setup(5_000)
+    for (let round = 0; round < 20; round++) {
+      for (let i = 0; i < 5_000; i++) hit(`k${i}`)
+      clock.now += 120_000
+    }
+    expect(store.size).toBeLessThanOrEqual(5_000)
+    expect(hit('k1')?.remaining).toBe(1)
   })
 
   it('throws StoreFullError when every key is limited, and recovers once they expire', () => {
@@ -51,8 +62,9 @@ describe('MemoryStore', () => {
     expect(store.size).toBe(10)
     clock.now += 120_000 // a sliding window forgets after two windows
     expect(store.peek('k0', perMinute)[0]?.remaining).toBe(2)
-    for (let i = 0; i < 5; i++) hit(`fresh${i}`)
-    expect(store.size).toBe(5)
+    // Every new key moves the sweep two entries on: 20 new keys cover the 10 old ones at least once.
+    for (let i = 0; i < 20; i++) hit(`fresh${i}`)
+    expect(store.size).toBe(20)
   })
 
   it("shares a policy's state between limiters with the same policy, as Redis does", () => {

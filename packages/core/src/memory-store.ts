@@ -32,14 +32,16 @@ const SWEEP_PER_INSERT = 2
 /**
  * Keeps state in this process, in one Map from key to the states of the policies seen for it
  * (a policy's state is shared by every limiter with the same policy, as in Redis). No timers:
- * entries expire lazily and a few of the oldest are swept on every new key. When `maxKeys` is
- * reached the oldest key that is not currently limited is evicted; if every key is limited the
- * store throws `StoreFullError`, which the limiter's `onStoreError` turns into a decision.
+ * entries expire lazily, and every new key moves a sweep two entries on, forgetting expired
+ * ones. When `maxKeys` is reached the sweep goes on to the next key that is not currently
+ * limited and evicts it; if every key is limited the store throws `StoreFullError`, which the
+ * limiter's `onStoreError` turns into a decision.
  */
 export class MemoryStore implements Store {
   readonly maxKeys: number
   readonly #now: () => number
   readonly #entries = new Map<string, Entry>()
+  #cursor: Iterator<[string, Entry]> = this.#entries.entries()
 
   constructor(options: MemoryStoreOptions = {}) {
     const { maxKeys = 100_000, now = Date.now } = options
@@ -106,48 +108,50 @@ export class MemoryStore implements Store {
   /** Forgets every key. */
   clear(): void {
     this.#entries.clear()
+    this.#cursor = this.#entries.entries()
   }
 
   #insert(key: string, entry: Entry, now: number): void {
-    this.#sweep(now)
+    for (let i = 0; i < SWEEP_PER_INSERT; i++) {
+      const next = this.#advance()
+      if (next !== undefined && next[1].expiresAt <= now) this.#entries.delete(next[0])
+    }
     if (this.#entries.size >= this.maxKeys) this.#evictOne(now)
     this.#entries.set(key, entry)
   }
 
-  #sweep(now: number): void {
-    let looked = 0
-    for (const [key, entry] of this.#entries) {
-      if (looked++ === SWEEP_PER_INSERT || entry.expiresAt > now) return
-      this.#entries.delete(key)
+  /**
+   * The next entry in insertion order, wrapping around. One live iterator serves the sweep and
+   * eviction, so neither rescans from the head of the Map, where deleted slots pile up until V8
+   * compacts it (rescanning made every insert O(deleted)).
+   */
+  #advance(): [string, Entry] | undefined {
+    let step = this.#cursor.next()
+    if (step.done) {
+      this.#cursor = this.#entries.entries()
+      step = this.#cursor.next()
     }
+    return step.done ? undefined : step.value
   }
 
   /**
-   * Evicts the oldest entry that is not protected. Protected entries met on the way move to the
-   * back, so the next search starts past them; the worst case (nearly every key limited) is one
-   * pass over the store.
+   * Evicts the next entry, in a clock sweep over insertion order, that is expired or not
+   * protected; a limited key is passed over. When a whole turn finds only limited keys there is
+   * nothing safe to forget.
    */
   #evictOne(now: number): void {
-    const entries = this.#entries
-    const moved: [string, Entry][] = []
-    let victim: string | undefined
-    for (const [key, entry] of entries) {
+    for (let looked = 0, size = this.#entries.size; looked < size; looked++) {
+      const next = this.#advance()
+      if (next === undefined) break
+      const [key, entry] = next
       if (entry.protectedUntil <= now || entry.expiresAt <= now) {
-        victim = key
-        break
+        this.#entries.delete(key)
+        return
       }
-      moved.push([key, entry])
     }
-    for (const [key, entry] of moved) {
-      entries.delete(key)
-      entries.set(key, entry)
-    }
-    if (victim === undefined) {
-      throw new StoreFullError(
-        `MemoryStore is full: all ${this.maxKeys} keys are currently limited, so none can be forgotten safely; raise maxKeys`,
-      )
-    }
-    entries.delete(victim)
+    throw new StoreFullError(
+      `MemoryStore is full: all ${this.maxKeys} keys are currently limited, so none can be forgotten safely; raise maxKeys`,
+    )
   }
 }
 
