@@ -1,24 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { ConfigError } from '../errors.js'
 import { createConcurrencyHandler } from './concurrency.js'
-import { InflightSlots } from './inflight.js'
 import { onStreamDone } from './stream.js'
-
-describe('InflightSlots', () => {
-  it('admits up to the limit per key and releases each slot once', () => {
-    const slots = new InflightSlots(2)
-    const a = slots.acquire('k')
-    const b = slots.acquire('k')
-    expect(slots.acquire('k')).toBeUndefined()
-    expect(slots.acquire('other')).toBeTypeOf('function')
-    a?.()
-    a?.()
-    expect(slots.count('k')).toBe(1)
-    b?.()
-    expect(slots.count('k')).toBe(0)
-    expect(slots.acquire('k')).toBeTypeOf('function')
-  })
-})
 
 describe('createConcurrencyHandler', () => {
   const adapter = { name: '@sluice/test', addressSource: 'ip', address: (ip: string) => ip }
@@ -39,7 +22,7 @@ describe('createConcurrencyHandler', () => {
     first.release()
     first.release()
     expect(await handler.plan('10.0.0.1')).toMatchObject({ kind: 'continue' })
-    expect(handler.slots.count('10.0.0.1')).toBe(1)
+    expect(handler.inflight.count('10.0.0.1')).toBe(1)
   })
 })
 

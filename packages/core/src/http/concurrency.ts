@@ -1,4 +1,5 @@
 import { ConfigError } from '../errors.js'
+import { InflightCounter } from '../sketch/inflight.js'
 import {
   concurrencyHeaders,
   type HeaderEntry,
@@ -7,7 +8,6 @@ import {
   headerModeOption,
   sfString,
 } from './headers.js'
-import { InflightSlots } from './inflight.js'
 import {
   type Adapter,
   assertKnownOptions,
@@ -56,7 +56,8 @@ export type ConcurrencyPlan<R> =
     }
 
 export interface ConcurrencyHandler<A extends unknown[], R> {
-  readonly slots: InflightSlots
+  /** Requests in flight per key, in this process. */
+  readonly inflight: InflightCounter
   readonly headers: HeaderMode | false
   plan(...args: A): Promise<ConcurrencyPlan<R>>
 }
@@ -79,20 +80,23 @@ export function createConcurrencyHandler<A extends unknown[], R>(
   sfString(name)
   const headers = headerModeOption(options.headers)
   const { key, skip, statusCode, message, onLimited, dryRun } = parseCommon<A, ConcurrencyInfo, R>(raw, adapter)
-  const slots = new InflightSlots(limit)
+  const inflight = new InflightCounter()
 
   return {
-    slots,
+    inflight,
     headers,
     async plan(...args) {
       if (skip && (await skip(...args))) return SKIP
       const requestKey = await key(...args)
-      const release = slots.acquire(requestKey)
-      const available = limit - slots.count(requestKey)
-      const entries = concurrencyHeaders(name, limit, available, headers)
-      if (release) return { kind: 'continue', headers: entries, release }
+      const current = inflight.count(requestKey)
+      if (current < limit) {
+        const guard = inflight.acquire(requestKey)
+        const entries = concurrencyHeaders(name, limit, limit - guard.count, headers)
+        return { kind: 'continue', headers: entries, release: guard.release }
+      }
+      const entries = concurrencyHeaders(name, limit, 0, headers)
       if (dryRun) return { kind: 'continue', headers: entries, release: NOTHING_TO_RELEASE }
-      const info: ConcurrencyInfo = { name, key: requestKey, limit, inflight: slots.count(requestKey) }
+      const info: ConcurrencyInfo = { name, key: requestKey, limit, inflight: current }
       const response = onLimited
         ? () => onLimited(...args, info)
         : message === undefined

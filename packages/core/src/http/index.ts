@@ -21,7 +21,6 @@ export {
   retryAfterSeconds,
   sfString,
 } from './headers.js'
-export { InflightSlots } from './inflight.js'
 export type { Adapter, CommonOptions } from './options.js'
 export type { ProblemDetails } from './problem.js'
 export {
