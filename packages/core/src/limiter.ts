@@ -44,6 +44,9 @@ export interface Limiter {
   reset(key: string): Promise<void>
 }
 
+/** The cost that stands for a peek inside the limiter (a consume's cost is at least 1). */
+const PEEK = 0
+
 /** How long a request denied by `onStoreError: 'deny'` is told to wait. */
 const DENY_ON_ERROR_RETRY_MS = 1000
 
@@ -62,14 +65,14 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const maxCost = Math.min(...set.policies.map(capacityOf))
   const { policies } = set
 
-  const onFailure = async (
-    key: string,
-    error: unknown,
-    ask: (fallback: Store) => Awaitable<readonly Outcome[]>,
-  ): Promise<Decision> => {
+  /** Asks a store for a decision: a consume of `cost`, or a peek when cost is PEEK. */
+  const ask = (target: Store, key: string, cost: number): Awaitable<readonly Outcome[]> =>
+    cost === PEEK ? target.peek(key, set) : target.consume(key, set, cost)
+
+  const onFailure = async (key: string, cost: number, error: unknown): Promise<Decision> => {
     if (typeof onStoreError === 'object') {
       try {
-        return toDecision(key, policies, await settle(ask(onStoreError), timeout), 'fallback', error)
+        return toDecision(key, policies, await settle(ask(onStoreError, key, cost), timeout), 'fallback', error)
       } catch (fallbackError) {
         return failed(
           key,
@@ -84,17 +87,17 @@ export function createLimiter(options: LimiterOptions): Limiter {
   }
 
   /** Synchronous stores (memory) skip the timer and the extra await: one resolved promise. */
-  const run = (key: string, ask: (store: Store) => Awaitable<readonly Outcome[]>): Promise<Decision> => {
+  const run = (key: string, cost: number): Promise<Decision> => {
     let answer: Awaitable<readonly Outcome[]>
     try {
-      answer = ask(store)
+      answer = ask(store, key, cost)
     } catch (error) {
-      return onFailure(key, error, ask)
+      return onFailure(key, cost, error)
     }
     if (!(answer instanceof Promise)) return Promise.resolve(toDecision(key, policies, answer, 'store'))
     return (settle(answer, timeout) as Promise<readonly Outcome[]>).then(
       (outcomes) => toDecision(key, policies, outcomes, 'store'),
-      (error: unknown) => onFailure(key, error, ask),
+      (error: unknown) => onFailure(key, cost, error),
     )
   }
 
@@ -112,11 +115,11 @@ export function createLimiter(options: LimiterOptions): Limiter {
           ),
         )
       }
-      return run(key, (s) => s.consume(key, set, cost))
+      return run(key, cost)
     },
     peek(key) {
       if (typeof key !== 'string') return Promise.reject(keyError(key))
-      return run(key, (s) => s.peek(key, set))
+      return run(key, PEEK)
     },
     async reset(key) {
       if (typeof key !== 'string') throw keyError(key)

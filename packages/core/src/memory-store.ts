@@ -1,6 +1,6 @@
 import { type AlgorithmState, type Outcome, peekOutcome } from './algorithms/index.js'
 import { ConfigError, StoreFullError } from './errors.js'
-import type { Policy, PolicySet } from './policy.js'
+import type { PolicySet } from './policy.js'
 import { evaluate, type Store } from './store.js'
 
 export interface MemoryStoreOptions {
@@ -10,17 +10,12 @@ export interface MemoryStoreOptions {
   now?: () => number
 }
 
-/** One policy's state for a key. Policies with the same id share it, as they do in Redis. */
-interface Slot {
-  readonly id: string
-  state: AlgorithmState
-  /** When the policy is back to full quota: the state can then be forgotten. */
-  expiresAt: number
-}
-
 interface Entry {
-  readonly slots: Slot[]
-  /** The latest expiry of the slots: the whole entry can be forgotten after it. */
+  /** Each policy's state, at the policy's index in this store (a policy id keeps one index). */
+  readonly states: AlgorithmState[]
+  /** When each state is back to full quota, and so reads as no state at all. */
+  readonly expiries: number[]
+  /** The latest of the expiries: the whole entry can be forgotten after it. */
   expiresAt: number
   /** A limited key is never evicted before this, or a flood of new keys would unblock it. */
   protectedUntil: number
@@ -41,6 +36,8 @@ export class MemoryStore implements Store {
   readonly maxKeys: number
   readonly #now: () => number
   readonly #entries = new Map<string, Entry>()
+  readonly #policyIndex = new Map<string, number>()
+  readonly #setIndices = new WeakMap<PolicySet, number[]>()
   #cursor: Iterator<[string, Entry]> = this.#entries.entries()
 
   constructor(options: MemoryStoreOptions = {}) {
@@ -60,8 +57,9 @@ export class MemoryStore implements Store {
 
   consume(key: string, set: PolicySet, cost: number): readonly Outcome[] {
     const now = this.#now()
+    const indices = this.#indicesOf(set)
     let entry = this.#entries.get(key)
-    const result = evaluate(entry && statesOf(entry, set.policies, now), now, set, cost)
+    const result = evaluate(entry && statesOf(entry, indices, now), now, set, cost)
     const { outcomes } = result
 
     let latest = now
@@ -73,11 +71,13 @@ export class MemoryStore implements Store {
     }
     if (result.allowed) {
       if (entry === undefined) {
-        entry = { slots: [], expiresAt: latest, protectedUntil: 0 }
+        entry = { states: [], expiries: [], expiresAt: latest, protectedUntil: 0 }
         this.#insert(key, entry, now)
       }
-      for (let i = 0; i < outcomes.length; i++) {
-        write(entry, (set.policies[i] as Policy).id, result.states[i], now + (outcomes[i] as Outcome).resetAfter)
+      for (let i = 0; i < indices.length; i++) {
+        const index = indices[i] as number
+        entry.states[index] = result.states[i]
+        entry.expiries[index] = now + (outcomes[i] as Outcome).resetAfter
       }
       if (latest > entry.expiresAt) entry.expiresAt = latest
     }
@@ -88,27 +88,39 @@ export class MemoryStore implements Store {
   peek(key: string, set: PolicySet): readonly Outcome[] {
     const now = this.#now()
     const entry = this.#entries.get(key)
-    const states = entry && statesOf(entry, set.policies, now)
+    const states = entry && statesOf(entry, this.#indicesOf(set), now)
     return set.policies.map((policy, i) => peekOutcome(states?.[i], now, policy))
   }
 
   reset(key: string, set: PolicySet): void {
     const entry = this.#entries.get(key)
     if (entry === undefined) return
-    const ids = new Set(set.policies.map((p) => p.id))
-    const kept = entry.slots.filter((slot) => !ids.has(slot.id))
-    if (kept.length === 0) {
-      this.#entries.delete(key)
-      return
-    }
-    entry.slots.splice(0, entry.slots.length, ...kept)
-    entry.protectedUntil = 0
+    for (const index of this.#indicesOf(set)) entry.expiries[index] = 0
+    if (entry.expiries.every((expiry) => expiry === 0)) this.#entries.delete(key)
+    else entry.protectedUntil = 0
   }
 
   /** Forgets every key. */
   clear(): void {
     this.#entries.clear()
     this.#cursor = this.#entries.entries()
+  }
+
+  /** The store's index of each policy in the set; computed once per set. */
+  #indicesOf(set: PolicySet): number[] {
+    let indices = this.#setIndices.get(set)
+    if (indices === undefined) {
+      indices = set.policies.map((policy) => {
+        let index = this.#policyIndex.get(policy.id)
+        if (index === undefined) {
+          index = this.#policyIndex.size
+          this.#policyIndex.set(policy.id, index)
+        }
+        return index
+      })
+      this.#setIndices.set(set, indices)
+    }
+    return indices
   }
 
   #insert(key: string, entry: Entry, now: number): void {
@@ -155,27 +167,12 @@ export class MemoryStore implements Store {
   }
 }
 
-/** The live state of each policy for this entry, aligned with `policies`; expired states read as none. */
-function statesOf(entry: Entry, policies: readonly Policy[], now: number): (AlgorithmState | undefined)[] {
-  const states = new Array<AlgorithmState | undefined>(policies.length)
-  for (let i = 0; i < policies.length; i++) {
-    const slot = find(entry, (policies[i] as Policy).id)
-    states[i] = slot !== undefined && slot.expiresAt > now ? slot.state : undefined
+/** The live state of each policy for this entry, aligned with the set; expired states read as none. */
+function statesOf(entry: Entry, indices: readonly number[], now: number): (AlgorithmState | undefined)[] {
+  const states = new Array<AlgorithmState | undefined>(indices.length)
+  for (let i = 0; i < indices.length; i++) {
+    const index = indices[i] as number
+    states[i] = (entry.expiries[index] ?? 0) > now ? entry.states[index] : undefined
   }
   return states
-}
-
-function find(entry: Entry, id: string): Slot | undefined {
-  for (const slot of entry.slots) if (slot.id === id) return slot
-  return undefined
-}
-
-function write(entry: Entry, id: string, state: AlgorithmState, expiresAt: number): void {
-  const slot = find(entry, id)
-  if (slot === undefined) {
-    entry.slots.push({ id, state, expiresAt })
-  } else {
-    slot.state = state
-    slot.expiresAt = expiresAt
-  }
 }
