@@ -35,20 +35,22 @@ export const slidingWindow: Transition<SlidingWindowState> = (state, now, policy
       outcome: admitted(floorUnits(limit - estimate), resetAfterOf(counts, left, size)),
     }
   }
-  const nextCounts = counts.slice()
-  nextCounts[precision] = (nextCounts[precision] as number) + cost
+  // `counts` is this call's own array (see shifted), so it can become the new state.
+  counts[precision] = (counts[precision] as number) + cost
   return {
-    state: { start, counts: nextCounts },
-    outcome: admitted(floorUnits(limit - estimate - cost), resetAfterOf(nextCounts, left, size)),
+    state: { start, counts },
+    outcome: admitted(floorUnits(limit - estimate - cost), resetAfterOf(counts, left, size)),
   }
 }
 
+/** A new array of the counts as seen from the sub-window starting at `start`. */
 function shifted(state: SlidingWindowState | undefined, start: number, size: number, precision: number): number[] {
-  const counts = new Array<number>(precision + 1).fill(0)
-  if (state === undefined) return counts
+  const counts: number[] = []
   // A clock that steps back (NTP) must not read past the stored counts: treat it as no time passed.
-  const shift = Math.max(0, (start - state.start) / size)
-  for (let i = shift; i <= precision; i++) counts[i - shift] = state.counts[i] as number
+  const shift = state === undefined ? precision + 1 : Math.max(0, (start - state.start) / size)
+  for (let i = 0; i <= precision; i++) {
+    counts.push(i + shift <= precision ? ((state as SlidingWindowState).counts[i + shift] as number) : 0)
+  }
   return counts
 }
 
