@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { ConfigError, type Outcome, type PolicySet, type Store } from '@sluice/core'
+import { type AlgorithmName, ConfigError, type Outcome, type PolicySet, type Store } from '@sluice/core'
 import type { Cluster, Redis } from 'ioredis'
 import { DeniedCache } from './denied-cache.js'
 import { hashTag } from './keys.js'
@@ -24,8 +24,23 @@ export interface RedisStoreOptions {
 
 const SHA = createHash('sha1').update(DECIDE_LUA).digest('hex')
 const DEFAULT_DENIED_CACHE_KEYS = 10_000
-/** Values per policy in a script reply, after the leading all-allowed flag. */
-const REPLY_STRIDE = 5
+/** Bytes per policy in a script reply (five doubles), after the leading all-allowed flag. */
+const REPLY_STRIDE = 40
+/** Bytes per policy in the script's policy argument (six doubles). */
+const POLICY_BYTES = 48
+/** The script's algorithm codes (see DECIDE_LUA). */
+const ALGORITHM_CODES: Record<AlgorithmName, number> = {
+  'fixed-window': 1,
+  'sliding-window': 2,
+  'sliding-log': 3,
+  'token-bucket': 4,
+  gcra: 5,
+}
+/**
+ * Part of every key: the state layout's version. Keys written by a release with another layout
+ * (0.1's text state) are never read, so a rolling deploy cannot misread them.
+ */
+const LAYOUT = 'b:'
 
 type Mode = 'consume' | 'peek'
 
@@ -41,7 +56,7 @@ export class RedisStore implements Store {
   readonly #now: (() => number) | undefined
   readonly #denied: DeniedCache | undefined
   /** The script's per-policy arguments, built once per policy set. */
-  readonly #policyArgs = new WeakMap<PolicySet, string[]>()
+  readonly #policyArgs = new WeakMap<PolicySet, Buffer>()
 
   constructor(options: RedisStoreOptions) {
     if (options === null || typeof options !== 'object') {
@@ -86,23 +101,24 @@ export class RedisStore implements Store {
 
   /** The Redis keys holding `key`'s state under `set`, one per policy, in order. */
   keysOf(key: string, set: PolicySet): string[] {
-    const head = `${this.prefix}{${hashTag(key)}}:`
+    const head = `${this.prefix}{${hashTag(key)}}:${LAYOUT}`
     return set.policies.map((policy) => head + policy.id)
   }
 
   async #decide(mode: Mode, key: string, set: PolicySet, cost: number): Promise<readonly Outcome[]> {
     const keys = this.keysOf(key, set)
-    const args = [mode, this.#now === undefined ? '' : String(this.#now()), String(cost), ...this.#argsOf(set)]
-    const reply = (await this.#eval(keys, args)) as number[]
+    const args: (Buffer | string)[] = [this.#argsOf(set), mode === 'peek' ? 'peek' : String(cost)]
+    if (this.#now !== undefined) args.push(String(this.#now()))
+    const reply = await this.#eval(keys, args)
     const outcomes: Outcome[] = new Array(keys.length)
     for (let i = 0; i < keys.length; i++) {
-      const at = 1 + i * REPLY_STRIDE
+      const at = 8 + i * REPLY_STRIDE
       outcomes[i] = {
-        allowed: reply[at] === 1,
-        remaining: reply[at + 1] as number,
-        resetAfter: reply[at + 2] as number,
-        retryAfter: reply[at + 3] as number,
-        delay: reply[at + 4] as number,
+        allowed: reply.readDoubleLE(at) === 1,
+        remaining: reply.readDoubleLE(at + 8),
+        resetAfter: reply.readDoubleLE(at + 16),
+        retryAfter: reply.readDoubleLE(at + 24),
+        delay: reply.readDoubleLE(at + 32),
       }
     }
     return outcomes
@@ -113,19 +129,27 @@ export class RedisStore implements Store {
    * FLUSH). NOSCRIPT means the script did not run, so the retry never counts a request twice;
    * on a Cluster both go to the node owning the key's slot, so every node heals itself.
    */
-  async #eval(keys: string[], args: string[]): Promise<unknown> {
+  async #eval(keys: string[], args: (Buffer | string)[]): Promise<Buffer> {
     try {
-      return await this.#client.evalsha(SHA, keys.length, ...keys, ...args)
+      // callBuffer: the reply is binary, not UTF-8 text.
+      return (await this.#client.callBuffer('evalsha', SHA, keys.length, ...keys, ...args)) as Buffer
     } catch (error) {
       if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error
-      return this.#client.eval(DECIDE_LUA, keys.length, ...keys, ...args)
+      return (await this.#client.callBuffer('eval', DECIDE_LUA, keys.length, ...keys, ...args)) as Buffer
     }
   }
 
-  #argsOf(set: PolicySet): string[] {
+  /** The script's policy argument: six little-endian doubles per policy, built once per set. */
+  #argsOf(set: PolicySet): Buffer {
     let args = this.#policyArgs.get(set)
     if (args === undefined) {
-      args = set.policies.flatMap((p) => [p.algorithm, p.limit, p.window, p.burst, p.precision, p.maxDelay].map(String))
+      args = Buffer.alloc(set.policies.length * POLICY_BYTES)
+      let at = 0
+      for (const p of set.policies) {
+        for (const value of [ALGORITHM_CODES[p.algorithm], p.limit, p.window, p.burst, p.precision, p.maxDelay]) {
+          at = args.writeDoubleLE(value, at)
+        }
+      }
       this.#policyArgs.set(set, args)
     }
     return args
