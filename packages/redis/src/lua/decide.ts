@@ -17,25 +17,25 @@
  *       formatting and parsing, tables per policy, a Lua table as the reply.
  */
 export const DECIDE_LUA = `
-local EPSILON = 1e-6
 -- Kept past resetAfter so a state is never lost to the gap between the decision's clock and
 -- the expiry clock; a state older than resetAfter decides exactly as no state at all.
 local EXPIRY_SLACK_MS = 1000
-local floor, ceil, max, min, fmod = math.floor, math.ceil, math.max, math.min, math.fmod
-local spack, sunpack, unpack, format = struct.pack, struct.unpack, unpack, string.format
+-- 1e-6 below is core's EPSILON. Library functions are looked up where used (math.floor, ...),
+-- not kept in locals: a function capturing locals pays for each of them on every call.
 
 local function ceilMs(ms)
-  if ms <= EPSILON then return 0 end
-  return ceil(ms - EPSILON)
+  if ms <= 1e-6 then return 0 end
+  return math.ceil(ms - 1e-6)
 end
 
 local function floorUnits(units)
   if units <= 0 then return 0 end
-  return floor(units + EPSILON)
+  return math.floor(units + 1e-6)
 end
 
 local policies = ARGV[1]
-local cost = tonumber(ARGV[2])
+local cost = 1
+if ARGV[2] ~= '1' then cost = tonumber(ARGV[2]) end
 local peek = cost == nil
 local now = ARGV[3]
 if now then
@@ -43,7 +43,7 @@ if now then
 else
   -- Effects replication (the default since Redis 5) lets a script write after TIME.
   local time = redis.call('TIME')
-  now = time[1] * 1000 + floor(time[2] / 1000)
+  now = time[1] * 1000 + math.floor(time[2] / 1000)
 end
 
 -- Policy i (its six doubles start at byte 48 i - 47), its stored state (or false) and cost c:
@@ -53,38 +53,38 @@ end
 -- it in place with SETRANGE. One function with every algorithm inline: Redis runs this whole
 -- body on each call, and each closure costs.
 local function decide(i, state, c)
-  local code, limit, window, burst, precision, maxDelay = sunpack('<dddddd', policies, 48 * i - 47)
+  local code, limit, window, burst, precision, maxDelay = struct.unpack('<dddddd', policies, 48 * i - 47)
 
   if code == 1 then
     -- fixed-window; state: start, count
-    local start = now - fmod(now, window)
+    local start = now - math.fmod(now, window)
     local count = 0
     local keep = false
     if state then
-      local s, n = sunpack('<dd', state)
+      local s, n = struct.unpack('<dd', state)
       if s == start then count, keep = n, true end
     end
     local windowLeft = start + window - now
-    if count + c > limit then return false, limit - count, windowLeft, max(windowLeft, 1), 0 end
+    if count + c > limit then return false, limit - count, windowLeft, math.max(windowLeft, 1), 0 end
     local nextCount = count + c
     local resetAfter = windowLeft
     if nextCount == 0 then resetAfter = 0 end
-    return true, limit - nextCount, resetAfter, 0, 0, spack('<dd', start, nextCount), keep
+    return true, limit - nextCount, resetAfter, 0, 0, struct.pack('<dd', start, nextCount), keep
   end
 
   if code == 2 then
     -- sliding-window; state: start, then the counts of precision + 1 sub-windows, oldest first
     local size = window / precision
-    local start = now - fmod(now, size)
+    local start = now - math.fmod(now, size)
     local counts = {}
     for j = 1, precision + 1 do counts[j] = 0 end
     local keep = false
     if state then
       -- A clock that stepped back (shift < 0) keeps the counts where they are. The count at
       -- 0-based index j is the double at byte 9 + 8 j.
-      local stored = sunpack('<d', state)
-      local shift = max(0, (start - stored) / size)
-      for j = shift, precision do counts[j - shift + 1] = sunpack('<d', state, 9 + 8 * j) end
+      local stored = struct.unpack('<d', state)
+      local shift = math.max(0, (start - stored) / size)
+      for j = shift, precision do counts[j - shift + 1] = struct.unpack('<d', state, 9 + 8 * j) end
       keep = stored == start
     end
     -- left: the part of the oldest sub-window still inside; the estimate weights it by that.
@@ -109,7 +109,7 @@ local function decide(i, state, c)
         need = need - drop
         elapsed = elapsed + span
       end
-      ok, remaining, retryAfter = false, floorUnits(limit - estimate), max(retryAfter or ceilMs(elapsed), 1)
+      ok, remaining, retryAfter = false, floorUnits(limit - estimate), math.max(retryAfter or ceilMs(elapsed), 1)
     elseif c == 0 then
       remaining = floorUnits(limit - estimate)
     else
@@ -117,7 +117,7 @@ local function decide(i, state, c)
       remaining = floorUnits(limit - estimate - c)
       local layout = '<ddd'
       if precision > 1 then layout = '<' .. string.rep('d', precision + 2) end
-      next = spack(layout, start, unpack(counts))
+      next = struct.pack(layout, start, unpack(counts))
     end
     -- resetAfter: when the newest non-empty sub-window (after this request) has slid out.
     local resetAfter = 0
@@ -134,7 +134,7 @@ local function decide(i, state, c)
     -- sliding-log; state: time1, cost1, time2, cost2, ... oldest first, 16 bytes a pair
     local s = {}
     if state then
-      for j = 1, #state, 8 do s[#s + 1] = sunpack('<d', state, j) end
+      for j = 1, #state, 8 do s[#s + 1] = struct.unpack('<d', state, j) end
     end
     local n = #s / 2
     local first = 1
@@ -151,7 +151,7 @@ local function decide(i, state, c)
         j = j + 1
       end
       local leaves = s[2 * (j - 1) - 1] + window - now
-      return false, limit - used, newest + window - now, max(leaves, 1), 0
+      return false, limit - used, newest + window - now, math.max(leaves, 1), 0
     end
     if c == 0 then
       local resetAfter = 0
@@ -161,11 +161,11 @@ local function decide(i, state, c)
     -- The pairs still inside the window are a byte range of the old state: kept as they are.
     local kept
     if newest == now then
-      kept = string.sub(state, 16 * first - 15, 16 * n - 16) .. spack('<dd', now, s[2 * n] + c)
+      kept = string.sub(state, 16 * first - 15, 16 * n - 16) .. struct.pack('<dd', now, s[2 * n] + c)
     elseif state then
-      kept = string.sub(state, 16 * first - 15) .. spack('<dd', now, c)
+      kept = string.sub(state, 16 * first - 15) .. struct.pack('<dd', now, c)
     else
-      kept = spack('<dd', now, c)
+      kept = struct.pack('<dd', now, c)
     end
     return true, limit - used - c, window, 0, 0, kept
   end
@@ -175,50 +175,50 @@ local function decide(i, state, c)
     local capacity = burst * window
     local tokens = capacity
     if state then
-      local t, u = sunpack('<dd', state)
-      tokens = min(capacity, t + max(0, now - u) * limit)
+      local t, u = struct.unpack('<dd', state)
+      tokens = math.min(capacity, t + math.max(0, now - u) * limit)
     end
     local nextTokens = tokens - c * window
     local debtAllowed = maxDelay * limit
     if nextTokens < -debtAllowed then
       local waitForTokens = ceilMs((-nextTokens - debtAllowed) / limit)
-      return false, max(0, floor(tokens / window)), ceilMs((capacity - tokens) / limit), max(waitForTokens, 1), 0
+      return false, math.max(0, math.floor(tokens / window)), ceilMs((capacity - tokens) / limit), math.max(waitForTokens, 1), 0
     end
     local delay = 0
     if nextTokens < 0 then delay = ceilMs(-nextTokens / limit) end
-    return true, max(0, floor(nextTokens / window)), ceilMs((capacity - nextTokens) / limit), 0, delay,
-      spack('<dd', nextTokens, now)
+    return true, math.max(0, math.floor(nextTokens / window)), ceilMs((capacity - nextTokens) / limit), 0, delay,
+      struct.pack('<dd', nextTokens, now)
   end
 
   -- gcra; state: tat
   local interval = window / limit
   local tolerance = interval * burst
   local backlog = 0
-  if state then backlog = max(0, sunpack('<d', state) - now) end
+  if state then backlog = math.max(0, struct.unpack('<d', state) - now) end
   local nextBacklog = backlog + interval * c
-  if nextBacklog > tolerance + maxDelay + EPSILON then
+  if nextBacklog > tolerance + maxDelay + 1e-6 then
     return false, floorUnits((tolerance - backlog) / interval), ceilMs(backlog),
-      max(ceilMs(nextBacklog - tolerance - maxDelay), 1), 0
+      math.max(ceilMs(nextBacklog - tolerance - maxDelay), 1), 0
   end
   return true, floorUnits((tolerance - nextBacklog) / interval), ceilMs(nextBacklog), 0,
-    ceilMs(nextBacklog - tolerance), spack('<d', now + nextBacklog)
+    ceilMs(nextBacklog - tolerance), struct.pack('<d', now + nextBacklog)
 end
 
 local n = #KEYS
 if n == 1 and not peek then
   -- The common case, without a table.
   local ok, remaining, resetAfter, retryAfter, delay, state, keep = decide(1, redis.call('GET', KEYS[1]), cost)
-  if not ok then return spack('<dddddd', 0, 0, remaining, resetAfter, retryAfter, delay) end
+  if not ok then return struct.pack('<dddddd', 0, 0, remaining, resetAfter, retryAfter, delay) end
   if cost > 0 then
     if keep then
       redis.call('SETRANGE', KEYS[1], '0', state)
     else
       -- PSETEX is SET ... PX. The expiry goes as text formatted here (%d), which is cheaper
       -- than Redis's own conversion of a Lua number (%.17g).
-      redis.call('PSETEX', KEYS[1], format('%d', resetAfter + EXPIRY_SLACK_MS), state)
+      redis.call('PSETEX', KEYS[1], string.format('%d', resetAfter + EXPIRY_SLACK_MS), state)
     end
   end
-  return spack('<dddddd', 1, 1, remaining, resetAfter, retryAfter, delay)
+  return struct.pack('<dddddd', 1, 1, remaining, resetAfter, retryAfter, delay)
 end
 
 local stored = redis.call('MGET', unpack(KEYS))
@@ -260,9 +260,9 @@ elseif not peek and cost > 0 then
     if keeps[i] then
       redis.call('SETRANGE', KEYS[i], '0', writes[i])
     else
-      redis.call('PSETEX', KEYS[i], format('%d', reply[5 * i - 1] + EXPIRY_SLACK_MS), writes[i])
+      redis.call('PSETEX', KEYS[i], string.format('%d', reply[5 * i - 1] + EXPIRY_SLACK_MS), writes[i])
     end
   end
 end
-return spack('<' .. string.rep('d', 5 * n + 1), unpack(reply))
+return struct.pack('<' .. string.rep('d', 5 * n + 1), unpack(reply))
 `
