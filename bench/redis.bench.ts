@@ -193,6 +193,6 @@ for (const limits of [1, 2]) {
   const theirs = rows.find((r) => r.limits === limits && r.name.startsWith('rate-limiter-flexible'))
   if (!ours || !theirs) continue
   console.log(
-    `- ${limits} limit${limits > 1 ? 's' : ''}: throughput ×${fmt(ours.seq.perSecond / theirs.seq.perSecond, 2)} (1 in flight), ×${fmt(ours.conc.perSecond / theirs.conc.perSecond, 2)} (64 in flight); server CPU per decision ×${fmt(ours.conc.cpuUs / theirs.conc.cpuUs, 2)}`,
+    `- ${limits} limit${limits > 1 ? 's' : ''}: throughput ×${fmt(ours.seq.perSecond / theirs.seq.perSecond, 2)} (1 in flight), ×${fmt(ours.conc.perSecond / theirs.conc.perSecond, 2)} (64 in flight); server CPU per decision ×${fmt(ours.conc.cpuUs / theirs.conc.cpuUs, 2)}, script µs per decision ×${fmt(ours.conc.scriptUs / theirs.conc.scriptUs, 2)}`,
   )
 }
