@@ -69,6 +69,43 @@ describe.skipIf(!(await privateRedisAvailable()))('RedisStore round trips (priva
     expect(psetex + setrange).toBe(10 * n)
   })
 
+  it('rewrites a state of the same window in place (SETRANGE), keeping the expiry PSETEX set', async () => {
+    let now = 1_700_000_080_000 // 40 s into a minute (1_700_000_040_000 is a whole minute)
+    const store = new RedisStore({ client, prefix: 'in-place:', deniedCache: false, now: () => now })
+    const set = parsePolicies([{ limit: 100, window: 60_000, algorithm: 'fixed-window', name: 'fixed' }, '100/min'])
+    const keys = store.keysOf('k', set)
+    let before = await stats()
+    await store.consume('k', set, 1)
+    expect(delta(before, await stats())).toMatchObject({ psetex: 2 })
+    const ttls = await Promise.all(keys.map((k) => admin.pttl(k)))
+    for (const ttl of ttls) expect(ttl).toBeGreaterThan(20_000)
+
+    now += 5000
+    before = await stats()
+    const outcomes = await store.consume('k', set, 2)
+    const { psetex = 0, setrange = 0 } = delta(before, await stats())
+    expect({ psetex, setrange }).toEqual({ psetex: 0, setrange: 2 })
+    expect(outcomes.map((o) => o.remaining)).toEqual([97, 97])
+    const after = await Promise.all(keys.map((k) => admin.pttl(k)))
+    for (const [i, ttl] of after.entries()) {
+      expect(ttl).toBeGreaterThan(0)
+      expect(ttl).toBeLessThanOrEqual(ttls[i] as number)
+    }
+    // The values are the states as doubles: fixed-window start and count, sliding-window start
+    // and the previous and current counts.
+    const [fixed, sliding] = await Promise.all(keys.map((k) => admin.getBuffer(k)))
+    expect([fixed?.readDoubleLE(0), fixed?.readDoubleLE(8)]).toEqual([1_700_000_040_000, 3])
+    expect(sliding?.length).toBe(24)
+    expect(sliding?.readDoubleLE(16)).toBe(3)
+
+    // A new window starts with a fresh state and expiry.
+    now += 20_000
+    before = await stats()
+    await store.consume('k', set, 1)
+    expect(delta(before, await stats())).toMatchObject({ psetex: 2 })
+    await store.reset('k', set)
+  })
+
   it('answers a denied key locally until its retryAfter: Redis sees nothing of the flood', async () => {
     let now = 1_700_000_000_000
     const store = new RedisStore({ client, prefix: 'flood:', now: () => now })
