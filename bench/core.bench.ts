@@ -1,106 +1,116 @@
 /**
- * ns per awaited decision, in one process, side by side: sluice's MemoryStore (each algorithm,
- * one and two policies), express-rate-limit's MemoryStore, rate-limiter-flexible's
- * RateLimiterMemory, and an awaited bare Map counter as the floor. Limits are high so that
- * nothing is denied (rate-limiter-flexible rejects on denial, which would measure exceptions).
+ * CPU ns per awaited decision, side by side: sluice's MemoryStore (each algorithm, one and two
+ * policies), express-rate-limit's MemoryStore, rate-limiter-flexible's RateLimiterMemory, and an
+ * awaited bare Map counter as the floor. Limits are high so that nothing is denied
+ * (rate-limiter-flexible rejects on denial, which would measure exceptions).
  *
- *   pnpm bench:core [--rounds 7] [--ops 200000]
+ * Each measurement runs in a fresh process, as in an app with one kind of limiter: in one shared
+ * process every contender's code would see every other's types and the JIT would optimise none
+ * of them well. Rounds visit the contenders in rotating order; the table shows medians.
+ *
+ *   pnpm bench:core [--rounds 5] [--ops 300000]
  */
-import { ALGORITHMS, createLimiter, MemoryStore, type PolicyOptions } from '@sluice/core'
+import { execFileSync } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { ALGORITHMS, type AlgorithmName, createLimiter, MemoryStore, type PolicyOptions } from '@sluice/core'
 import { MemoryStore as ErlMemoryStore } from 'express-rate-limit'
 import { RateLimiterMemory } from 'rate-limiter-flexible'
 
 const args = process.argv.slice(2)
-const option = (name: string, fallback: number) => {
+const option = (name: string, fallback: string) => {
   const index = args.indexOf(`--${name}`)
-  return index === -1 ? fallback : Number(args[index + 1])
+  return index === -1 ? fallback : (args[index + 1] as string)
 }
-const ROUNDS = option('rounds', 7)
-const OPS = option('ops', 200_000)
+const ROUNDS = Number(option('rounds', '5'))
+const OPS = Number(option('ops', '300000'))
 const KEYS = Array.from({ length: 10_000 }, (_, i) => `198.51.${(i >> 8) & 255}.${i & 255}`)
 
-type Contender = { name: string; decide: (key: string) => Promise<unknown> }
+const FLOOR = 'floor: awaited Map counter'
+const CLOCK = 'reference: awaited Map counter + Date.now()'
+const ERL = 'express-rate-limit MemoryStore'
+const RLF = 'rate-limiter-flexible RateLimiterMemory'
+const sluice = (algorithm: AlgorithmName, policies: 1 | 2) =>
+  `sluice ${algorithm}, ${policies} ${policies === 1 ? 'policy' : 'policies'}`
+const NAMES = [FLOOR, CLOCK, ...ALGORITHMS.flatMap((a) => [sluice(a, 1), sluice(a, 2)]), ERL, RLF]
 
-const counts = new Map<string, number>()
-const stamped = new Map<string, number>()
-const contenders: Contender[] = [
-  {
-    name: 'floor: awaited Map counter',
-    decide: async (key) => {
-      const count = (counts.get(key) ?? 0) + 1
-      counts.set(key, count)
-      return count
-    },
-  },
-  {
-    // Every limiter reads the clock once per decision; on some VMs that alone is ~50–100 ns.
-    name: 'reference: awaited Map counter + Date.now()',
-    decide: async (key) => {
-      const count = (stamped.get(key) ?? 0) + 1
-      stamped.set(key, count)
-      return Date.now() + count
-    },
-  },
-]
-
-const minute = (algorithm: PolicyOptions['algorithm']): PolicyOptions => ({ limit: 10_000, window: 60_000, algorithm })
-const second = (algorithm: PolicyOptions['algorithm']): PolicyOptions => ({
-  limit: 10_000,
-  window: 1_000,
-  algorithm,
-  name: 'burst',
-})
-for (const algorithm of ALGORITHMS) {
-  const one = createLimiter({ limits: minute(algorithm), store: new MemoryStore({ maxKeys: 50_000 }) })
-  const two = createLimiter({
-    limits: [minute(algorithm), second(algorithm)],
-    store: new MemoryStore({ maxKeys: 50_000 }),
-  })
-  contenders.push({ name: `sluice ${algorithm}, 1 policy`, decide: (key) => one.consume(key) })
-  contenders.push({ name: `sluice ${algorithm}, 2 policies`, decide: (key) => two.consume(key) })
-}
-
-const erl = new ErlMemoryStore()
-erl.init({ windowMs: 60_000 } as never)
-contenders.push({ name: 'express-rate-limit MemoryStore', decide: (key) => erl.increment(key) })
-const rlf = new RateLimiterMemory({ points: 1_000_000, duration: 60 })
-contenders.push({ name: 'rate-limiter-flexible RateLimiterMemory', decide: (key) => rlf.consume(key) })
-
-async function measure(contender: Contender): Promise<number> {
-  const start = process.hrtime.bigint()
-  for (let i = 0; i < OPS; i++) await contender.decide(KEYS[i % KEYS.length] as string)
-  return Number(process.hrtime.bigint() - start) / OPS
-}
-
-const samples = new Map<string, number[]>(contenders.map((c) => [c.name, []]))
-for (const contender of contenders) await measure(contender) // warm up every path before timing any
-for (let round = 0; round < ROUNDS; round++) {
-  // Rotate the order each round so no contender always runs first or last on a noisy machine.
-  for (let i = 0; i < contenders.length; i++) {
-    const contender = contenders[(i + round) % contenders.length] as Contender
-    samples.get(contender.name)?.push(await measure(contender))
+/** Builds one contender's decide function (and its cleanup) by name. */
+function contender(name: string): { decide: (key: string) => Promise<unknown>; close?: () => void } {
+  if (name === FLOOR || name === CLOCK) {
+    const counts = new Map<string, number>()
+    const clock = name === CLOCK
+    return {
+      decide: async (key) => {
+        const count = (counts.get(key) ?? 0) + 1
+        counts.set(key, count)
+        // Every limiter reads the clock once per decision; on some VMs that alone is ~50–100 ns.
+        return clock ? Date.now() + count : count
+      },
+    }
   }
+  if (name === ERL) {
+    const store = new ErlMemoryStore()
+    store.init({ windowMs: 60_000 } as never)
+    return { decide: (key) => store.increment(key), close: () => store.shutdown() }
+  }
+  if (name === RLF) {
+    const limiter = new RateLimiterMemory({ points: 1_000_000, duration: 60 })
+    return { decide: (key) => limiter.consume(key) }
+  }
+  const algorithm = ALGORITHMS.find((a) => name === sluice(a, 1) || name === sluice(a, 2)) as AlgorithmName
+  const minute: PolicyOptions = { limit: 10_000, window: 60_000, algorithm }
+  const second: PolicyOptions = { limit: 10_000, window: 1_000, algorithm, name: 'burst' }
+  const limits = name === sluice(algorithm, 1) ? [minute] : [minute, second]
+  const limiter = createLimiter({ limits, store: new MemoryStore({ maxKeys: 50_000 }) })
+  return { decide: (key) => limiter.consume(key) }
 }
-erl.shutdown()
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number
-const floor = median(samples.get('floor: awaited Map counter') as number[])
-const erlNs = median(samples.get('express-rate-limit MemoryStore') as number[])
-const rlfNs = median(samples.get('rate-limiter-flexible RateLimiterMemory') as number[])
+/** In a child: warm up, then print the CPU time (user + system) per decision, not wall time. */
+async function measureOne(name: string): Promise<void> {
+  const { decide, close } = contender(name)
+  for (let i = 0; i < OPS; i++) await decide(KEYS[i % KEYS.length] as string)
+  const start = process.cpuUsage()
+  for (let i = 0; i < OPS; i++) await decide(KEYS[i % KEYS.length] as string)
+  const { user, system } = process.cpuUsage(start)
+  close?.()
+  console.log(((user + system) * 1000) / OPS)
+}
 
-console.log(
-  `node ${process.version}, ${OPS} awaited decisions per round over ${KEYS.length} keys, median of ${ROUNDS} rounds\n`,
-)
-console.log('| contender | ns/decision | × floor | vs express-rate-limit | vs rate-limiter-flexible |')
-console.log('|---|---:|---:|---:|---:|')
-for (const contender of contenders) {
-  const ns = median(samples.get(contender.name) as number[])
-  const row = [
-    contender.name,
-    ns.toFixed(0),
-    (ns / floor).toFixed(2),
-    `${(erlNs / ns).toFixed(2)}× faster`,
-    `${(rlfNs / ns).toFixed(2)}× faster`,
-  ]
-  console.log(`| ${row.join(' | ')} |`)
+if (args.includes('--one')) {
+  await measureOne(option('one', ''))
+} else {
+  const script = fileURLToPath(import.meta.url)
+  const samples = new Map<string, number[]>(NAMES.map((n) => [n, []]))
+  for (let round = 0; round < ROUNDS; round++) {
+    for (let i = 0; i < NAMES.length; i++) {
+      const name = NAMES[(i + round) % NAMES.length] as string
+      const output = execFileSync(
+        process.execPath,
+        ['--import', 'tsx', '--conditions=source', script, '--one', name, '--ops', String(OPS)],
+        { encoding: 'utf8' },
+      )
+      samples.get(name)?.push(Number(output.trim().split('\n').pop()))
+    }
+    process.stderr.write(`round ${round + 1}/${ROUNDS} done\n`)
+  }
+
+  const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number
+  const ns = (name: string) => median(samples.get(name) as number[])
+  console.log(
+    `node ${process.version}; ${OPS} awaited decisions over ${KEYS.length} keys after as many to warm up; ` +
+      `each in a fresh process; CPU ns per decision, median of ${ROUNDS} rounds\n`,
+  )
+  console.log('| contender | CPU ns/decision | × floor | vs express-rate-limit | vs rate-limiter-flexible |')
+  console.log('|---|---:|---:|---:|---:|')
+  for (const name of NAMES) {
+    const own = ns(name)
+    const row = [
+      name,
+      own.toFixed(0),
+      (own / ns(FLOOR)).toFixed(2),
+      `${(ns(ERL) / own).toFixed(2)}×`,
+      `${(ns(RLF) / own).toFixed(2)}×`,
+    ]
+    console.log(`| ${row.join(' | ')} |`)
+  }
+  console.log('\n"vs" columns: the peer\'s time ÷ this row\'s time (above 1: this row is faster).')
 }

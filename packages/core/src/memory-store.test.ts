@@ -56,15 +56,18 @@ describe('MemoryStore', () => {
     expect(hit('c')?.allowed).toBe(true)
   })
 
-  it('expires lazily and sweeps expired keys as new ones arrive, with no timer', () => {
-    const { clock, store, hit } = setup(1000)
+  it('expires lazily, reuses expired entries, and sweeps them once half full, with no timer', () => {
+    const { clock, store, hit } = setup(40)
     for (let i = 0; i < 10; i++) hit(`k${i}`)
-    expect(store.size).toBe(10)
     clock.now += 120_000 // a sliding window forgets after two windows
     expect(store.peek('k0', perMinute)[0]?.remaining).toBe(2)
-    // Every new key moves the sweep two entries on: 20 new keys cover the 10 old ones at least once.
-    for (let i = 0; i < 20; i++) hit(`fresh${i}`)
+    expect(hit('k0')?.remaining).toBe(1)
+    for (let i = 0; i < 10; i++) hit(`fresh${i}`)
     expect(store.size).toBe(20)
+    // From half full on, every new key moves the sweep two entries on, forgetting expired ones.
+    for (let i = 10; i < 20; i++) hit(`fresh${i}`)
+    expect(store.size).toBeLessThan(30)
+    expect(store.peek('k0', perMinute)[0]?.remaining).toBe(1)
   })
 
   it("shares a policy's state between limiters with the same policy, as Redis does", () => {

@@ -1,3 +1,4 @@
+import type { Mutable } from './outcome.js'
 import { admitted, denied, type Transition } from './outcome.js'
 
 /** Count in the current window, which is aligned to multiples of the window since the epoch. */
@@ -21,4 +22,10 @@ export const fixedWindow: Transition<FixedWindowState> = (state, now, policy, co
   }
   const next = count + cost
   return { state: { start, count: next }, outcome: admitted(limit - next, next === 0 ? 0 : windowLeft) }
+}
+
+/** Overwrites a stored state with a newer one of the same policy, for stores that keep state objects. */
+export function copyFixedWindow(into: Mutable<FixedWindowState>, from: FixedWindowState): void {
+  into.start = from.start
+  into.count = from.count
 }

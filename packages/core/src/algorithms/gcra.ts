@@ -1,3 +1,4 @@
+import type { Mutable } from './outcome.js'
 import { admitted, ceilMs, denied, EPSILON, floorUnits, type Transition } from './outcome.js'
 
 /** The theoretical arrival time: when the key's schedule would be back to empty. */
@@ -34,4 +35,9 @@ export const gcra: Transition<GcraState> = (state, now, policy, cost) => {
     ceilMs(nextBacklog - tolerance),
   )
   return { state: cost === 0 && state !== undefined ? state : { tat: now + nextBacklog }, outcome }
+}
+
+/** Overwrites a stored state with a newer one of the same policy, for stores that keep state objects. */
+export function copyGcra(into: Mutable<GcraState>, from: GcraState): void {
+  into.tat = from.tat
 }

@@ -1,10 +1,10 @@
 import type { AlgorithmName, Policy } from '../policy.js'
-import { fixedWindow } from './fixed-window.js'
-import { gcra } from './gcra.js'
+import { copyFixedWindow, fixedWindow } from './fixed-window.js'
+import { copyGcra, gcra } from './gcra.js'
 import type { Outcome, Step, Transition } from './outcome.js'
-import { slidingLog } from './sliding-log.js'
-import { slidingWindow } from './sliding-window.js'
-import { tokenBucket } from './token-bucket.js'
+import { copySlidingLog, slidingLog } from './sliding-log.js'
+import { copySlidingWindow, slidingWindow } from './sliding-window.js'
+import { copyTokenBucket, tokenBucket } from './token-bucket.js'
 
 export type { FixedWindowState } from './fixed-window.js'
 export type { GcraState } from './gcra.js'
@@ -24,6 +24,21 @@ export const transitions: Readonly<Record<AlgorithmName, Transition<AlgorithmSta
   'sliding-log': slidingLog as Transition<AlgorithmState>,
   'token-bucket': tokenBucket as Transition<AlgorithmState>,
   gcra: gcra as Transition<AlgorithmState>,
+}
+
+type Copy = (into: AlgorithmState, from: AlgorithmState) => void
+
+/**
+ * Overwrites a stored state in place with the newer state a transition returned. A store that
+ * keeps state objects (MemoryStore) uses it so that the fresh objects die young instead of being
+ * promoted by the garbage collector, one per key per decision.
+ */
+export const copyState: Readonly<Record<AlgorithmName, Copy>> = {
+  'fixed-window': copyFixedWindow as Copy,
+  'sliding-window': copySlidingWindow as Copy,
+  'sliding-log': copySlidingLog as Copy,
+  'token-bucket': copyTokenBucket as Copy,
+  gcra: copyGcra as Copy,
 }
 
 export function step(

@@ -13,6 +13,9 @@ export interface Outcome {
   readonly delay: number
 }
 
+/** A state type with its fields writable, for the copy functions beside each transition. */
+export type Mutable<S> = { -readonly [K in keyof S]: S[K] }
+
 /** The result of a transition: the state to store if the request is admitted, and the outcome. */
 export interface Step<S> {
   readonly state: S

@@ -1,3 +1,4 @@
+import type { Mutable } from './outcome.js'
 import { admitted, denied, type Transition } from './outcome.js'
 
 /**
@@ -42,4 +43,10 @@ export const slidingLog: Transition<SlidingLogState> = (state, now, policy, cost
     nextCosts.push(cost)
   }
   return { state: { times: nextTimes, costs: nextCosts }, outcome: admitted(limit - used - cost, window) }
+}
+
+/** Overwrites a stored state with a newer one of the same policy, for stores that keep state objects. */
+export function copySlidingLog(into: Mutable<SlidingLogState>, from: SlidingLogState): void {
+  into.times = from.times
+  into.costs = from.costs
 }

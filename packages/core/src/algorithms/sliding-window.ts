@@ -1,3 +1,4 @@
+import type { Mutable } from './outcome.js'
 import { admitted, ceilMs, denied, floorUnits, type Transition } from './outcome.js'
 
 /**
@@ -84,4 +85,11 @@ function resetAfterOf(counts: readonly number[], left: number, size: number): nu
     if ((counts[i] as number) > 0) return i === 0 ? left : left + i * size
   }
   return 0
+}
+
+/** Overwrites a stored state with a newer one of the same policy, for stores that keep state objects. */
+export function copySlidingWindow(into: Mutable<SlidingWindowState>, from: SlidingWindowState): void {
+  into.start = from.start
+  const counts = into.counts as number[]
+  for (let i = 0; i < from.counts.length; i++) counts[i] = from.counts[i] as number
 }

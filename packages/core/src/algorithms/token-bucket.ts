@@ -1,3 +1,4 @@
+import type { Mutable } from './outcome.js'
 import { admitted, ceilMs, denied, type Transition } from './outcome.js'
 
 /**
@@ -35,4 +36,10 @@ export const tokenBucket: Transition<TokenBucketState> = (state, now, policy, co
     next < 0 ? ceilMs(-next / limit) : 0,
   )
   return { state: cost === 0 && state !== undefined ? state : { tokens: next, updated: now }, outcome }
+}
+
+/** Overwrites a stored state with a newer one of the same policy, for stores that keep state objects. */
+export function copyTokenBucket(into: Mutable<TokenBucketState>, from: TokenBucketState): void {
+  into.tokens = from.tokens
+  into.updated = from.updated
 }
