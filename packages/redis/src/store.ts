@@ -47,15 +47,15 @@ type Mode = 'consume' | 'peek'
 /**
  * A `Store` on Redis: every policy of a set is decided by one script call (one EVALSHA, one
  * round trip, atomic, all-or-nothing) on the server's clock. Each policy's state is one string
- * key `<prefix>{<client key>}:<policy id>`, so two limiters with the same policy share counts
- * and all of one client's keys live in one Cluster slot.
+ * key `<prefix>{<client key>}:b:<policy id>` (`b:` names the binary state layout), so two
+ * limiters with the same policy share counts and all of one client's keys live in one Cluster slot.
  */
 export class RedisStore implements Store {
   readonly prefix: string
   readonly #client: Redis | Cluster
   readonly #now: (() => number) | undefined
   readonly #denied: DeniedCache | undefined
-  /** The script's per-policy arguments, built once per policy set. */
+  /** The script's policy argument, built once per policy set. */
   readonly #policyArgs = new WeakMap<PolicySet, Buffer>()
 
   constructor(options: RedisStoreOptions) {
