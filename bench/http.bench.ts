@@ -155,6 +155,7 @@ function label(variant: Variant): string {
     none: 'none',
     'sluice-1': 'sluice, 1 policy',
     'sluice-2': 'sluice, 2 policies',
+    'quiet-1': 'sluice, 1 policy, headers: false',
     'erl-1': 'express-rate-limit, 1 window',
     'erl-2': 'express-rate-limit, 2 windows',
   }[variant]

@@ -1,13 +1,13 @@
 // What the HTTP benchmark compares, shared by the runner (bench/http.bench.ts) and the servers.
 
 export type Framework = 'express' | 'koa' | 'hono'
-export type Variant = 'none' | 'sluice-1' | 'sluice-2' | 'erl-1' | 'erl-2'
+export type Variant = 'none' | 'sluice-1' | 'sluice-2' | 'quiet-1' | 'erl-1' | 'erl-2'
 
 /** The variants each framework runs; express-rate-limit exists for Express only. */
 export const VARIANTS: Record<Framework, readonly Variant[]> = {
-  express: ['none', 'sluice-1', 'sluice-2', 'erl-1', 'erl-2'],
-  koa: ['none', 'sluice-1', 'sluice-2'],
-  hono: ['none', 'sluice-1', 'sluice-2'],
+  express: ['none', 'sluice-1', 'sluice-2', 'quiet-1', 'erl-1', 'erl-2'],
+  koa: ['none', 'sluice-1', 'sluice-2', 'quiet-1'],
+  hono: ['none', 'sluice-1', 'sluice-2', 'quiet-1'],
 }
 
 /**
@@ -23,6 +23,9 @@ export const LIMITS = [
 export const CLIENTS = 1024
 export const CLIENT_HEADER = 'x-client-id'
 export const BODY = 'Hello, world!'
+
+/** `quiet-1` is `sluice-1` with `headers: false`: the decision's cost without the headers'. */
+export const headersFor = (variant: Variant) => (variant === 'quiet-1' ? false : undefined)
 
 /** The policies a variant enforces: none, the first, or both. */
 export function limitsFor(variant: Variant): (typeof LIMITS)[number][] {

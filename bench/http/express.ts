@@ -4,13 +4,13 @@ import type { AddressInfo } from 'node:net'
 import { rateLimit } from '@sluice/express'
 import express, { type RequestHandler } from 'express'
 import { rateLimit as expressRateLimit } from 'express-rate-limit'
-import { BODY, CLIENT_HEADER, limitsFor, listening, variantArg } from './config.js'
+import { BODY, CLIENT_HEADER, headersFor, limitsFor, listening, variantArg } from './config.js'
 
 const variant = variantArg('express')
 const limits = limitsFor(variant)
 const middleware: RequestHandler[] = []
-if (variant.startsWith('sluice')) {
-  middleware.push(rateLimit({ limits, key: (req) => req.get(CLIENT_HEADER) ?? '' }))
+if (variant === 'sluice-1' || variant === 'sluice-2' || variant === 'quiet-1') {
+  middleware.push(rateLimit({ limits, headers: headersFor(variant), key: (req) => req.get(CLIENT_HEADER) ?? '' }))
 } else {
   // express-rate-limit takes one window per instance: one per policy, chained, as its users do.
   for (const { limit, window } of limits) {

@@ -3,11 +3,17 @@
 import { serve } from '@hono/node-server'
 import { rateLimit } from '@sluice/hono'
 import { Hono } from 'hono'
-import { BODY, CLIENT_HEADER, limitsFor, listening, variantArg } from './config.js'
+import { BODY, CLIENT_HEADER, headersFor, limitsFor, listening, variantArg } from './config.js'
 
 const variant = variantArg('hono')
 const app = new Hono()
 if (variant !== 'none')
-  app.use(rateLimit({ limits: limitsFor(variant), key: (c) => c.req.header(CLIENT_HEADER) ?? '' }))
+  app.use(
+    rateLimit({
+      limits: limitsFor(variant),
+      headers: headersFor(variant),
+      key: (c) => c.req.header(CLIENT_HEADER) ?? '',
+    }),
+  )
 app.get('/', (c) => c.text(BODY))
 serve({ fetch: app.fetch, port: 0 }, (info) => listening(info.port))

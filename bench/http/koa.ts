@@ -3,11 +3,12 @@
 import type { AddressInfo } from 'node:net'
 import { rateLimit } from '@sluice/koa'
 import Koa from 'koa'
-import { BODY, CLIENT_HEADER, limitsFor, listening, variantArg } from './config.js'
+import { BODY, CLIENT_HEADER, headersFor, limitsFor, listening, variantArg } from './config.js'
 
 const variant = variantArg('koa')
 const app = new Koa()
-if (variant !== 'none') app.use(rateLimit({ limits: limitsFor(variant), key: (ctx) => ctx.get(CLIENT_HEADER) }))
+if (variant !== 'none')
+  app.use(rateLimit({ limits: limitsFor(variant), headers: headersFor(variant), key: (ctx) => ctx.get(CLIENT_HEADER) }))
 app.use((ctx) => {
   ctx.body = BODY
 })

@@ -55,10 +55,21 @@ function windowSeconds(policy: PolicyDecision): number {
   return Math.max(1, Math.ceil(policy.window / 1000))
 }
 
+/** Serialised policy names: a handful per app, asked for on every response. */
+const serialised = new Map<string, string>()
+/** Names come from configuration; the bound only guards against names built per request. */
+const MAX_SERIALISED = 1000
+
 /** An RFC 9651 String: printable ASCII only, with `"` and `\` escaped. */
 export function sfString(text: string): string {
-  if (!/^[\x20-\x7e]*$/.test(text)) throw new ConfigError('name', text, 'must be printable ASCII to appear in a header')
-  return `"${text.replace(/[\\"]/g, '\\$&')}"`
+  let value = serialised.get(text)
+  if (value === undefined) {
+    if (!/^[\x20-\x7e]*$/.test(text))
+      throw new ConfigError('name', text, 'must be printable ASCII to appear in a header')
+    value = `"${text.replace(/[\\"]/g, '\\$&')}"`
+    if (serialised.size < MAX_SERIALISED) serialised.set(text, value)
+  }
+  return value
 }
 
 /**
