@@ -17,7 +17,7 @@ import {
   parseCommon,
 } from './options.js'
 import { concurrencyProblem } from './problem.js'
-import { messageBody, problemBody, type ResponseBody } from './response.js'
+import { type DenyPlan, denialResponse, SKIP } from './response.js'
 
 /** What `message` and `onLimited` of a concurrency limit receive about the refusal. */
 export interface ConcurrencyInfo {
@@ -45,15 +45,9 @@ const CONCURRENCY_OPTIONS = ['limit', 'name', 'headers', ...COMMON_OPTIONS]
  * finished, failed or abandoned (extra calls do nothing). `deny`: as for rate limits.
  */
 export type ConcurrencyPlan<R> =
-  | { readonly kind: 'skip' }
+  | typeof SKIP
   | { readonly kind: 'continue'; readonly headers: readonly HeaderEntry[]; readonly release: () => void }
-  | {
-      readonly kind: 'deny'
-      readonly info: ConcurrencyInfo
-      readonly status: number
-      readonly headers: readonly HeaderEntry[]
-      readonly response: ResponseBody | (() => R)
-    }
+  | (DenyPlan<R> & { readonly info: ConcurrencyInfo })
 
 export interface ConcurrencyHandler<A extends unknown[], R> {
   /** Requests in flight per key, in this process. */
@@ -62,7 +56,6 @@ export interface ConcurrencyHandler<A extends unknown[], R> {
   plan(...args: A): Promise<ConcurrencyPlan<R>>
 }
 
-const SKIP = Object.freeze({ kind: 'skip' as const })
 const NOTHING_TO_RELEASE = (): void => {}
 
 export function createConcurrencyHandler<A extends unknown[], R>(
@@ -79,7 +72,8 @@ export function createConcurrencyHandler<A extends unknown[], R>(
   if (typeof name !== 'string' || name === '') throw new ConfigError('name', name, 'must be a non-empty string')
   sfString(name)
   const headers = headerModeOption(options.headers)
-  const { key, skip, statusCode, message, onLimited, dryRun } = parseCommon<A, ConcurrencyInfo, R>(raw, adapter)
+  const common = parseCommon<A, ConcurrencyInfo, R>(raw, adapter)
+  const { key, skip, statusCode, dryRun } = common
   const inflight = new InflightCounter()
 
   return {
@@ -97,11 +91,7 @@ export function createConcurrencyHandler<A extends unknown[], R>(
       const entries = concurrencyHeaders(name, limit, 0, headers)
       if (dryRun) return { kind: 'continue', headers: entries, release: NOTHING_TO_RELEASE }
       const info: ConcurrencyInfo = { name, key: requestKey, limit, inflight: current }
-      const response = onLimited
-        ? () => onLimited(...args, info)
-        : message === undefined
-          ? problemBody(concurrencyProblem(name, limit, statusCode))
-          : await messageBody(message, args, info)
+      const response = await denialResponse(common, args, info, () => concurrencyProblem(name, limit, statusCode))
       return { kind: 'deny', info, status: statusCode, headers: entries, response }
     },
   }

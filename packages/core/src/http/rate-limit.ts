@@ -20,7 +20,7 @@ import {
   parseCommon,
 } from './options.js'
 import { rateLimitProblem } from './problem.js'
-import { messageBody, problemBody, type ResponseBody, sleep } from './response.js'
+import { type DenyPlan, denialResponse, SKIP, sleep } from './response.js'
 
 /** `rateLimit()` options of every adapter; `A` is the framework's handler arguments, `R` what onLimited returns. */
 export interface RateLimitOptions<A extends unknown[], R = unknown>
@@ -44,7 +44,7 @@ const RATE_LIMIT_OPTIONS = [...LIMITER_OPTIONS, 'limiter', 'cost', 'headers', ..
  * `response` (a body) or call it (the user's onLimited); never call the next handler.
  */
 export type RateLimitPlan<R> =
-  | { readonly kind: 'skip' }
+  | typeof SKIP
   | {
       readonly kind: 'continue'
       readonly decision: Decision
@@ -52,21 +52,13 @@ export type RateLimitPlan<R> =
       /** Milliseconds the request was held for shaping. */
       readonly delay: number
     }
-  | {
-      readonly kind: 'deny'
-      readonly decision: Decision
-      readonly status: number
-      readonly headers: readonly HeaderEntry[]
-      readonly response: ResponseBody | (() => R)
-    }
+  | (DenyPlan<R> & { readonly decision: Decision })
 
 export interface RateLimitHandler<A extends unknown[], R> {
   readonly limiter: Limiter
   readonly headers: HeaderMode | false
   plan(...args: A): Promise<RateLimitPlan<R>>
 }
-
-const SKIP = Object.freeze({ kind: 'skip' as const })
 
 /**
  * Validates an adapter's `rateLimit()` options once, at construction, and returns the per-request
@@ -83,7 +75,7 @@ export function createRateLimitHandler<A extends unknown[], R>(
   const limiter = limiterOf(options)
   const headers = headerModeOption(options.headers)
   const cost = costOf(options.cost, limiter)
-  const { key, skip, statusCode, message, onLimited, dryRun } = common
+  const { key, skip, statusCode, dryRun } = common
 
   return {
     limiter,
@@ -100,11 +92,7 @@ export function createRateLimitHandler<A extends unknown[], R>(
         return { kind: 'continue', decision, headers: entries, delay }
       }
       entries.push(retryAfterHeader(decision.retryAfter))
-      const response = onLimited
-        ? () => onLimited(...args, decision)
-        : message === undefined
-          ? problemBody(rateLimitProblem(decision, statusCode))
-          : await messageBody(message, args, decision)
+      const response = await denialResponse(common, args, decision, () => rateLimitProblem(decision, statusCode))
       return { kind: 'deny', decision, status: statusCode, headers: entries, response }
     },
   }

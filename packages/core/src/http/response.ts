@@ -1,4 +1,6 @@
 import type { Awaitable } from '../store.js'
+import type { HeaderEntry } from './headers.js'
+import type { CommonConfig } from './options.js'
 import { PROBLEM_CONTENT_TYPE, type ProblemDetails } from './problem.js'
 
 /** A response body ready to write: adapters send `text` with this `contentType`, nothing else. */
@@ -26,6 +28,32 @@ export async function messageBody<A extends unknown[], I>(
   const value = typeof message === 'function' ? await message(...args, info) : message
   if (typeof value === 'string') return { contentType: 'text/plain; charset=utf-8', text: value }
   return { contentType: 'application/json', text: JSON.stringify(value) }
+}
+
+/** The plan when `skip` lets a request through: call the next handler, nothing else. */
+export const SKIP = Object.freeze({ kind: 'skip' as const })
+
+/**
+ * A refused request: set `status` and `headers`, then send `response` (a body) or call it (the
+ * user's onLimited); never call the next handler.
+ */
+export type DenyPlan<R> = {
+  readonly kind: 'deny'
+  readonly status: number
+  readonly headers: readonly HeaderEntry[]
+  readonly response: ResponseBody | (() => R)
+}
+
+/** The body of a refusal: the user's onLimited, else their message, else the problem details. */
+export async function denialResponse<A extends unknown[], I, R>(
+  config: Pick<CommonConfig<A, I, R>, 'onLimited' | 'message'>,
+  args: A,
+  info: I,
+  problem: () => ProblemDetails,
+): Promise<ResponseBody | (() => R)> {
+  const { onLimited, message } = config
+  if (onLimited) return () => onLimited(...args, info)
+  return message === undefined ? problemBody(problem()) : messageBody(message, args, info)
 }
 
 /** Waits `ms` milliseconds: the shaping delay of an admitted request. */
