@@ -69,6 +69,20 @@ describe.skipIf(!(await privateRedisAvailable()))('RedisStore round trips (priva
     expect(psetex + setrange).toBe(10 * n)
   })
 
+  it('works on a client with enableAutoPipelining, batching concurrent decisions', async () => {
+    const pipelining = new Redis(server.port, { enableAutoPipelining: true })
+    try {
+      const store = new RedisStore({ client: pipelining, prefix: 'auto:', deniedCache: false })
+      const set = parsePolicies({ limit: 5, window: 60_000, algorithm: 'fixed-window' })
+      const before = await stats()
+      const outcomes = await Promise.all(Array.from({ length: 20 }, () => store.consume('one', set, 1)))
+      expect(outcomes.filter(([o]) => o?.allowed)).toHaveLength(5)
+      expect(delta(before, await stats()).evalsha).toBe(20)
+    } finally {
+      pipelining.disconnect()
+    }
+  })
+
   it('rewrites a state of the same window in place (SETRANGE), keeping the expiry PSETEX set', async () => {
     let now = 1_700_000_080_000 // 40 s into a minute (1_700_000_040_000 is a whole minute)
     const store = new RedisStore({ client, prefix: 'in-place:', deniedCache: false, now: () => now })

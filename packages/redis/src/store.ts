@@ -44,6 +44,12 @@ const LAYOUT = 'b:'
 
 type Mode = 'consume' | 'peek'
 
+/** ioredis makes a `…Buffer` twin of every command at run time; its typings omit these two. */
+interface BufferScripts {
+  evalshaBuffer(sha: string, numkeys: number, ...args: (string | Buffer)[]): Promise<Buffer>
+  evalBuffer(script: string, numkeys: number, ...args: (string | Buffer)[]): Promise<Buffer>
+}
+
 /**
  * A `Store` on Redis: every policy of a set is decided by one script call (one EVALSHA, one
  * round trip, atomic, all-or-nothing) on the server's clock. Each policy's state is one string
@@ -131,11 +137,12 @@ export class RedisStore implements Store {
    */
   async #eval(keys: string[], args: (Buffer | string)[]): Promise<Buffer> {
     try {
-      // callBuffer: the reply is binary, not UTF-8 text.
-      return (await this.#client.callBuffer('evalsha', SHA, keys.length, ...keys, ...args)) as Buffer
+      // The *Buffer forms: the reply is binary, not UTF-8 text. Not callBuffer('evalsha', …), which
+      // ioredis's enableAutoPipelining sends with the script's SHA as the command name.
+      return await (this.#client as unknown as BufferScripts).evalshaBuffer(SHA, keys.length, ...keys, ...args)
     } catch (error) {
       if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error
-      return (await this.#client.callBuffer('eval', DECIDE_LUA, keys.length, ...keys, ...args)) as Buffer
+      return await (this.#client as unknown as BufferScripts).evalBuffer(DECIDE_LUA, keys.length, ...keys, ...args)
     }
   }
 
