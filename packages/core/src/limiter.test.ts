@@ -273,3 +273,28 @@ describe('a denied request', () => {
     ])
   })
 })
+
+describe('an asynchronous store from another promise library', () => {
+  /** A thenable that is not a native Promise, as Bluebird or another realm's promises are. */
+  const thenable = <T>(settle: (resolve: (value: T) => void) => void): PromiseLike<T> => ({
+    // biome-ignore lint/suspicious/noThenProperty: the point is to be a non-native thenable
+    then: (onFulfilled, onRejected) => new Promise<T>(settle).then(onFulfilled, onRejected),
+  })
+
+  it('is awaited like a Promise, and timed out like one', async () => {
+    const { store: memory } = clockedStore()
+    const answering: Store = {
+      consume: (key, set, cost) => thenable((resolve) => resolve(memory.consume(key, set, cost))),
+      peek: (key, set) => memory.peek(key, set),
+      reset: () => undefined,
+    }
+    const limiter = createLimiter({ limits: '2/s', store: answering })
+    expect(await limiter.consume('k')).toMatchObject({ allowed: true, remaining: 1, source: 'store' })
+
+    const silent: Store = { ...answering, consume: () => thenable(() => {}) }
+    const stalled = createLimiter({ limits: '2/s', store: silent, timeout: 30 })
+    const decision = await stalled.consume('k')
+    expect(decision).toMatchObject({ allowed: true, source: 'error' })
+    expect(decision.error).toBeInstanceOf(StoreTimeoutError)
+  })
+})

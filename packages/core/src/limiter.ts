@@ -12,7 +12,7 @@ import {
   supportsShaping,
   withMaxDelay,
 } from './policy.js'
-import type { Awaitable, Store } from './store.js'
+import { type Awaitable, isThenable, type Store } from './store.js'
 
 export interface LimiterOptions {
   /** One policy or several, all enforced together: `['100/min', '2/s']`. */
@@ -94,7 +94,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     } catch (error) {
       return onFailure(key, cost, error)
     }
-    if (!(answer instanceof Promise)) return Promise.resolve(toDecision(key, policies, answer, 'store'))
+    if (!isThenable(answer)) return Promise.resolve(toDecision(key, policies, answer, 'store'))
     return (settle(answer, timeout) as Promise<readonly Outcome[]>).then(
       (outcomes) => toDecision(key, policies, outcomes, 'store'),
       (error: unknown) => onFailure(key, cost, error),
@@ -144,7 +144,7 @@ function withLimiterMaxDelay(set: PolicySet, maxDelay: unknown): PolicySet {
 
 /** The value itself when the store answered synchronously; otherwise the answer or a timeout. */
 function settle<T>(answer: Awaitable<T>, timeout: number): Awaitable<T> {
-  if (!(answer instanceof Promise)) return answer
+  if (!isThenable(answer)) return answer
   return new Promise<T>((resolve, reject) => {
     const timer = setTimeout(() => reject(new StoreTimeoutError(timeout)), timeout)
     answer.then(

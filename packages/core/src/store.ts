@@ -1,7 +1,12 @@
 import { type AlgorithmState, type Outcome, step } from './algorithms/index.js'
 import type { Policy, PolicySet } from './policy.js'
 
-export type Awaitable<T> = T | Promise<T>
+export type Awaitable<T> = T | PromiseLike<T>
+
+/** An answer is asynchronous when it is thenable: a Promise from any realm or promise library. */
+export function isThenable<T>(value: Awaitable<T>): value is PromiseLike<T> {
+  return typeof (value as { then?: unknown } | null)?.then === 'function'
+}
 
 /**
  * Where policy state lives. A store runs every policy of the set for the key and writes their

@@ -1,7 +1,7 @@
 import type { Outcome } from '../algorithms/index.js'
 import { ConfigError } from '../errors.js'
 import { type Policy, type PolicySet, parsePolicy } from '../policy.js'
-import type { Awaitable, Store } from '../store.js'
+import { type Awaitable, isThenable, type Store } from '../store.js'
 import { SketchStore } from './sketch-store.js'
 
 export interface FilteredStoreOptions {
@@ -134,5 +134,5 @@ function withHeadroom(outcomes: readonly Outcome[], headroom: readonly number[])
 }
 
 function then<T, U>(value: Awaitable<T>, next: (value: T) => U): Awaitable<U> {
-  return value instanceof Promise ? value.then(next) : next(value)
+  return isThenable(value) ? value.then(next) : next(value)
 }
