@@ -80,6 +80,15 @@ describe('MemoryStore', () => {
     expect(store.peek('k', withBurst).map((o) => o.remaining)).toEqual([0, 10])
   })
 
+  it('reads a fractional clock as whole milliseconds, so decision times stay whole', () => {
+    let now = 1000.75
+    const store = new MemoryStore({ now: () => now })
+    const set = parsePolicies({ limit: 1, window: 1000, algorithm: 'fixed-window' })
+    expect(store.consume('k', set, 1)[0]).toMatchObject({ resetAfter: 1000 })
+    now = 1500.9
+    expect(store.consume('k', set, 1)[0]).toMatchObject({ allowed: false, retryAfter: 500 })
+  })
+
   it('forgets everything on clear', () => {
     const { store, hit } = setup(10)
     hit('a')

@@ -6,7 +6,7 @@ import { evaluate, type Store } from './store.js'
 export interface MemoryStoreOptions {
   /** Keys tracked at most, across every limiter using this store. Default 100 000. */
   maxKeys?: number
-  /** The clock, in epoch milliseconds. Default `Date.now`. */
+  /** The clock, in epoch milliseconds (fractions are dropped, as Redis's clock is read). Default `Date.now`. */
   now?: () => number
 }
 
@@ -47,7 +47,8 @@ export class MemoryStore implements Store {
     }
     if (typeof now !== 'function') throw new ConfigError('now', now, 'must be a function returning epoch milliseconds')
     this.maxKeys = maxKeys
-    this.#now = now
+    // Whole milliseconds keep every decision's times whole (performance.now-style clocks are not).
+    this.#now = now === Date.now ? now : () => Math.floor(now())
   }
 
   /** Keys currently held (expired ones count until they are swept). */
