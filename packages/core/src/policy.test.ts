@@ -116,6 +116,12 @@ describe('misconfiguration is a ConfigError naming the field and the value', () 
       'limits[0].limit',
       /at most 10000 for sliding-log/,
     ],
+    [
+      'token bucket too large to count exactly',
+      { limit: 1_000_000_000, window: '1d', algorithm: 'token-bucket' },
+      'limits[0].burst',
+      /below 2\^53 for token-bucket/,
+    ],
     ['unknown option', { limit: 1, window: 1000, windowMs: 5 }, 'limits[0].windowMs', /not a policy option/],
     ['bad name', { limit: 1, window: 1000, name: 'has "quotes"' }, 'limits[0].name', /letters, digits/],
     ['empty list', [], 'limits', /non-empty array/],

@@ -160,6 +160,14 @@ function buildPolicy(options: Record<string, unknown>, field: string): Policy {
     )
   }
 
+  if (algo === 'token-bucket' && burst * window > Number.MAX_SAFE_INTEGER) {
+    throw new ConfigError(
+      `${field}.burst`,
+      burst,
+      `times the window (${window} ms) must stay below 2^53 for token-bucket, which counts in exact integers; use gcra for a bucket this large`,
+    )
+  }
+
   const name = options.name === undefined ? `${limit}-per-${formatDuration(window)}` : options.name
   if (typeof name !== 'string' || !/^[A-Za-z0-9_.:*-]+$/.test(name)) {
     throw new ConfigError(`${field}.name`, name, 'must be a non-empty string of letters, digits and _ . : * -')
