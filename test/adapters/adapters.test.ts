@@ -203,6 +203,60 @@ const cases: Case[] = [
     },
   },
   {
+    name: 'a cost function that returns no whole number fails the request with an error naming cost and the value',
+    async run(h) {
+      const { store } = clocked()
+      const results: Record<string, unknown> = {
+        missing: undefined,
+        null: null,
+        text: '3',
+        zero: 0,
+        half: 0.5,
+        huge: 11,
+      }
+      const cost = (r: { header(n: string): string | undefined }) => results[r.header('x-case') as string] as number
+      const spec = { use: [h.rateLimit({ limits: '10/min', store, cost })], routes: [{ path: '/' }] }
+      await withApp(h, spec, async (app) => {
+        for (const [name, value] of Object.entries(results)) {
+          const reply = await app.get('/', { 'x-case': name })
+          expect(reply.status, name).toBe(500)
+          expect(reply.body, name).toMatchObject({ error: 'ConfigError' })
+          expect((reply.body as { message: string }).message, name).toMatch(/^cost .*got /)
+          expect((reply.body as { message: string }).message, name).toContain(
+            `got ${value === undefined ? 'undefined' : JSON.stringify(value)}`,
+          )
+        }
+        expect(app.handled).toBe(0)
+      })
+    },
+  },
+  {
+    name: 'key, skip and cost functions that throw or reject reach the error handler',
+    async run(h) {
+      const fail = (where: string) => () => {
+        throw new Error(`${where} failed`)
+      }
+      const reject = (where: string) => (() => Promise.reject(new Error(`${where} rejected`))) as never
+      const variants = [
+        { key: fail('key') },
+        { key: reject('key') },
+        { skip: fail('skip') },
+        { skip: reject('skip') },
+        { cost: fail('cost') },
+        { cost: reject('cost') },
+      ]
+      for (const variant of variants) {
+        const spec = { use: [h.rateLimit({ limits: '10/min', ...variant })], routes: [{ path: '/' }] }
+        await withApp(h, spec, async (app) => {
+          const reply = await app.get('/')
+          expect(reply.status).toBe(500)
+          expect((reply.body as { message: string }).message).toMatch(/^(key|skip|cost) (failed|rejected)$/)
+          expect(app.handled).toBe(0)
+        })
+      }
+    },
+  },
+  {
     name: 'statusCode and a string message replace the problem details',
     async run(h) {
       const { store } = clocked()

@@ -84,6 +84,8 @@ export function createRateLimitHandler<A extends unknown[], R>(
       if (skip && (await skip(...args))) return SKIP
       const requestKey = await key(...args)
       const units = typeof cost === 'function' ? await cost(...args) : cost
+      // The limiter reads a missing cost as 1: a function that returns nothing is a bug to report.
+      if (typeof units !== 'number') throw new ConfigError('cost', units, 'must return a number of units')
       const decision = await limiter.consume(requestKey, { cost: units })
       const entries = rateLimitHeaders(decision, headers)
       if (decision.allowed || dryRun) {
