@@ -501,6 +501,28 @@ const cases: Case[] = [
     },
   },
   {
+    name: 'HEAD requests are limited and answered like GET, and free their concurrency slot',
+    async run(h) {
+      const { store } = clocked()
+      const spec = {
+        routes: [
+          { path: '/rate', use: [h.rateLimit({ limits: '1/min', store })] },
+          { path: '/busy', use: [h.concurrencyLimit({ limit: 1 })] },
+        ],
+      }
+      await withApp(h, spec, async (app) => {
+        const first = await app.head('/rate')
+        expect(first.status).toBe(200)
+        expect(first.headers.ratelimit).toBe('"1-per-1m";r=0;t=120')
+        const denied = await app.head('/rate')
+        expect(denied.status).toBe(429)
+        expect(denied.headers['retry-after']).toBe('120')
+        for (let i = 0; i < 3; i++) expect((await app.head('/busy')).status).toBe(200)
+        expect((await app.get('/busy')).status).toBe(200)
+      })
+    },
+  },
+  {
     name: 'concurrencyLimit frees the slot when the handler throws',
     async run(h) {
       const spec = { routes: [{ path: '/', use: [h.concurrencyLimit({ limit: 1 })], handler: 'throw' as const }] }

@@ -64,6 +64,8 @@ export interface Reply {
 
 export interface App {
   get(path: string, headers?: Record<string, string>): Promise<Reply>
+  /** A HEAD request to a GET route: status and headers, no body. */
+  head(path: string): Promise<Omit<Reply, 'body' | 'text'>>
   /** Starts a GET, resolves once the first body bytes arrive, and returns a function that aborts it. */
   openAndAbort(path: string): Promise<() => void>
   /** Requests handled by a route handler (so a denial that let one through shows up). */
@@ -124,6 +126,10 @@ function client(server: Server, counter: { handled: number }): App {
         text: res.text,
         body: res.type.includes('json') ? JSON.parse(res.text) : res.text,
       }
+    },
+    async head(path) {
+      const res = await request(server).head(path)
+      return { status: res.status, headers: res.headers as Record<string, string> }
     },
     openAndAbort(path) {
       return new Promise((resolve, reject) => {

@@ -144,7 +144,8 @@ export function concurrencyLimit(options: ConcurrencyLimitOptions): MiddlewareHa
       await next()
       addMissingHeaders(c, plan.headers)
       const { body } = c.res
-      if (body) {
+      // Hono answers HEAD by running the GET route and dropping its body unread: release now.
+      if (body && c.req.method !== 'HEAD') {
         c.res = new Response(onStreamDone(body, plan.release), c.res)
         handedOver = true
       }
