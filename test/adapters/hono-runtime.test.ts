@@ -67,6 +67,29 @@ describe('@sluice/hono responses', () => {
     expect(denied.headers.get('retry-after')).toBe('120')
   })
 
+  it('fails with an error naming onLimited when it returns no Response', async () => {
+    for (const value of [undefined, 'nope', { status: 429 }]) {
+      const hono = new Hono()
+      hono.onError((error, c) => c.json({ error: error.name, message: error.message }, 500))
+      const onLimited = (() => value) as never
+      hono.get('/', rateLimit({ limits: '1/min', key: () => 'k', onLimited }), (c) => c.text('ok'))
+      expect((await hono.request('/')).status).toBe(200)
+      const denied = await hono.request('/')
+      expect(denied.status).toBe(500)
+      expect(await denied.json()).toMatchObject({
+        error: 'ConfigError',
+        message: expect.stringMatching(/^onLimited must return a Response.*, got /),
+      })
+    }
+    const busy = new Hono()
+    busy.onError((error, c) => c.json({ error: error.name }, 500))
+    const limit = concurrencyLimit({ limit: 1, key: () => 'k', onLimited: (() => undefined) as never })
+    busy.get('/', limit, (c) => c.text('done'))
+    const first = await busy.request('/')
+    expect((await busy.request('/')).status).toBe(500)
+    await first.text()
+  })
+
   it('holds a concurrency slot until an app.request() body is read', async () => {
     const hono = new Hono()
     hono.get('/', concurrencyLimit({ limit: 1, key: () => 'k' }), (c) => c.text('done'))

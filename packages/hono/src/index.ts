@@ -98,7 +98,12 @@ async function deny(
   writeHeaders(c, headers)
   if (typeof response !== 'function')
     return c.body(response.text, status as 429, { 'Content-Type': response.contentType })
-  c.res = await response()
+  const res = await response()
+  // Anything else would leave Hono's default 200, or fail deep inside Hono.
+  if (!(res instanceof Response)) {
+    throw new ConfigError('onLimited', res, 'must return a Response, such as c.json(body, 429) or c.text(text, 429)')
+  }
+  c.res = res
   addMissingHeaders(c, headers)
   return c.res
 }
