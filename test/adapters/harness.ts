@@ -43,6 +43,8 @@ export type Handler =
   /** 200 with `{ rateLimit: <the decision or null> }`. */
   | 'ok'
   | 'throw'
+  /** 200 with the plain text "handled", setting no header (for a response already started). */
+  | 'text'
   /** Writes "a", signals `entered`, waits for `gate`, writes "b" and ends. */
   | { stream: Promise<void>; entered?: () => void }
 
@@ -51,6 +53,8 @@ export interface AppSpec {
   trustProxy?: boolean
   /** Pretend the framework cannot tell the client's address. */
   noAddress?: boolean
+  /** Send the status and headers before any limiter runs (Express and Koa only). */
+  startResponse?: boolean
   use?: Mw[]
   routes: { path: string; use?: Mw[]; handler?: Handler }[]
 }
@@ -187,6 +191,7 @@ export const expressHarness: Harness = {
     const app = express()
     if (spec.trustProxy) app.set('trust proxy', 1)
     if (spec.noAddress) app.use((req, _res, next) => next(void Object.defineProperty(req, 'ip', { value: undefined })))
+    if (spec.startResponse) app.use((_req, res, next) => next(void res.flushHeaders()))
     for (const m of spec.use ?? []) app.use(m as unknown as RequestHandler)
     const router = express.Router()
     for (const route of spec.routes) {
@@ -195,6 +200,7 @@ export const expressHarness: Harness = {
         counter.handled++
         if (handler === 'ok') return void res.json({ rateLimit: req.rateLimit ?? null })
         if (handler === 'throw') throw new Error('handler failed')
+        if (handler === 'text') return void res.end('handled')
         for await (const chunk of streamed(handler.stream, handler.entered)) res.write(chunk)
         res.end()
       })
@@ -235,6 +241,12 @@ export const koaHarness: Harness = {
         Object.defineProperty(ctx.request, 'ip', { value: '' })
         return next()
       })
+    if (spec.startResponse)
+      app.use((ctx, next) => {
+        ctx.status = 200
+        ctx.res.flushHeaders()
+        return next()
+      })
     for (const m of spec.use ?? []) app.use(m as unknown as KoaMiddleware)
     const router = new Router()
     for (const route of spec.routes) {
@@ -243,6 +255,7 @@ export const koaHarness: Harness = {
         counter.handled++
         if (handler === 'ok') ctx.body = { rateLimit: ctx.state.rateLimit ?? null }
         else if (handler === 'throw') throw new Error('handler failed')
+        else if (handler === 'text') ctx.body = 'handled'
         else {
           ctx.type = 'text'
           ctx.body = Readable.from(streamed(handler.stream, handler.entered))
@@ -280,6 +293,7 @@ export const honoHarness: Harness = {
         counter.handled++
         if (handler === 'ok') return c.json({ rateLimit: c.get('rateLimit') ?? null })
         if (handler === 'throw') throw new Error('handler failed')
+        if (handler === 'text') return c.text('handled')
         const encoder = new TextEncoder()
         const chunks = streamed(handler.stream, handler.entered)
         return c.body(

@@ -40,7 +40,9 @@ const adapter: Adapter<Args> = {
   address: (req) => req.ip,
 }
 
+/** Once the response has started its headers are gone: skip them, as Koa's `ctx.set` does. */
 function writeHeaders(res: Response, headers: readonly HeaderEntry[]): void {
+  if (res.headersSent) return
   for (const { name, value, append } of headers) {
     if (append) res.append(name, value)
     else res.setHeader(name, value)
@@ -56,7 +58,10 @@ async function deny(
   res.status(status)
   writeHeaders(res, headers)
   if (typeof response === 'function') await response()
-  else res.setHeader('Content-Type', response.contentType).end(response.text)
+  else {
+    if (!res.headersSent) res.setHeader('Content-Type', response.contentType)
+    res.end(response.text)
+  }
 }
 
 /** Rate limits requests: `app.use(rateLimit({ limits: ['100/min', '2/s'] }))`. */
