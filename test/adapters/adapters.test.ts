@@ -367,6 +367,29 @@ const cases: Case[] = [
     },
   },
   {
+    name: "stacked limiters in 'draft-7' mode: the one that runs last writes the single-policy fields",
+    async run(h) {
+      const { store } = clocked()
+      const limits = (limit: number, name: string) => ({
+        limit,
+        window: '1m',
+        algorithm: 'fixed-window' as const,
+        name,
+      })
+      const global = h.rateLimit({ limits: limits(2, 'global'), store, headers: 'draft-7' })
+      const route = h.rateLimit({ limits: limits(100, 'route'), store, headers: 'draft-7' })
+      await withApp(h, { use: [global], routes: [{ path: '/', use: [route] }] }, async (app) => {
+        const ok = await app.get('/')
+        expect(ok.headers.ratelimit).toBe('limit=100, remaining=99, reset=60')
+        expect(ok.headers['ratelimit-policy']).toBe('100;w=60')
+        await app.get('/')
+        const denied = await app.get('/')
+        expect(denied.status).toBe(429)
+        expect(denied.headers.ratelimit).toBe('limit=2, remaining=0, reset=60')
+      })
+    },
+  },
+  {
     name: 'a spoofed X-Forwarded-For does not change the key unless the proxy is trusted',
     async run(h) {
       const forwarded = { 'x-forwarded-for': '198.51.100.66, 203.0.113.7' }
