@@ -104,9 +104,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
   return {
     policies,
     consume(key, consumeOptions) {
-      const cost = consumeOptions?.cost ?? 1
+      // Only a missing cost means 1: a null from a lookup that found nothing is a mistake.
+      const cost: unknown = consumeOptions?.cost === undefined ? 1 : consumeOptions.cost
       if (typeof key !== 'string') return Promise.reject(keyError(key))
-      if (!Number.isSafeInteger(cost) || cost < 1 || cost > maxCost) {
+      if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 1 || cost > maxCost) {
         return Promise.reject(
           new ConfigError(
             'cost',

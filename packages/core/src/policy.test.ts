@@ -162,10 +162,12 @@ describe('misconfiguration is a ConfigError naming the field and the value', () 
     [1.5, /got 1.5/],
     [11, /got 11/],
     [Number.NaN, /got NaN/],
+    [null, /got null/],
+    ['2', /got "2"/],
   ])('rejects cost %s at the call', async (cost, message) => {
     const limiter = createLimiter({ limits: ['10/s', '100/min'] })
-    await expect(limiter.consume('k', { cost })).rejects.toThrow(ConfigError)
-    await expect(limiter.consume('k', { cost })).rejects.toThrow(message)
+    await expect(limiter.consume('k', { cost: cost as number })).rejects.toThrow(ConfigError)
+    await expect(limiter.consume('k', { cost: cost as number })).rejects.toThrow(message)
   })
 
   it('rejects a key that is not a string', async () => {
