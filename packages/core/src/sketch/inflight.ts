@@ -29,18 +29,11 @@ export class InflightCounter {
     const counts = this.#counts
     const count = (counts.get(key) ?? 0) + n
     counts.set(key, count)
-    let released = false
-    return {
-      key,
-      count,
-      release() {
-        if (released) return
-        released = true
-        const left = (counts.get(key) as number) - n
-        if (left > 0) counts.set(key, left)
-        else counts.delete(key)
-      },
-    }
+    return guard(key, count, () => {
+      const left = (counts.get(key) as number) - n
+      if (left > 0) counts.set(key, left)
+      else counts.delete(key)
+    })
   }
 
   count(key: string): number {
@@ -69,20 +62,24 @@ export class SketchInflightCounter {
     checkCount('n', n)
     const sketch = this.#sketch
     const cells = sketch.cellsOf(key).slice()
-    const count = sketch.incrCells(cells, n)
-    let released = false
-    return {
-      key,
-      count,
-      release() {
-        if (released) return
-        released = true
-        sketch.incrCells(cells, -n)
-      },
-    }
+    return guard(key, sketch.incrCells(cells, n), () => sketch.incrCells(cells, -n))
   }
 
   count(key: string): number {
     return this.#sketch.estimate(key)
+  }
+}
+
+/** A guard whose release undoes the acquire on its first call only. */
+function guard(key: string, count: number, undo: () => void): InflightGuard {
+  let released = false
+  return {
+    key,
+    count,
+    release() {
+      if (released) return
+      released = true
+      undo()
+    },
   }
 }
