@@ -2,7 +2,7 @@ import { type Outcome, parsePolicies, type Store } from '@sluice/core'
 import type { Trace } from './traces.js'
 
 /** A store under test, reading the trace's clock through `now`. */
-export type StoreFactory = (now: () => number) => Store
+export type StoreFactory = (now: () => number) => Required<Store>
 
 /** Runs one trace on a fresh store and key; one outcome list per step. */
 export async function runTrace(
@@ -18,7 +18,12 @@ export async function runTrace(
   try {
     for (const [advance, action] of trace.steps) {
       now += advance
-      results.push(await (action === 'peek' ? store.peek(key, set) : store.consume(key, set, action)))
+      if (typeof action === 'object') {
+        await store.refund(key, set, action.refund)
+        results.push(await store.peek(key, set))
+      } else {
+        results.push(await (action === 'peek' ? store.peek(key, set) : store.consume(key, set, action)))
+      }
     }
   } finally {
     await store.reset(key, set)

@@ -4,6 +4,7 @@ import type { Cluster, Redis } from 'ioredis'
 import { DeniedCache } from './denied-cache.js'
 import { hashTag } from './keys.js'
 import { DECIDE_LUA } from './lua/decide.js'
+import { REFUND_LUA } from './lua/refund.js'
 
 export interface RedisStoreOptions {
   /** An ioredis `Redis` or `Cluster`. See the README for the client settings we recommend. */
@@ -23,6 +24,7 @@ export interface RedisStoreOptions {
 }
 
 const SHA = createHash('sha1').update(DECIDE_LUA).digest('hex')
+const REFUND_SHA = createHash('sha1').update(REFUND_LUA).digest('hex')
 const DEFAULT_DENIED_CACHE_KEYS = 10_000
 /** Bytes per policy in a script reply (five doubles), after the leading all-allowed flag. */
 const REPLY_STRIDE = 40
@@ -103,6 +105,24 @@ export class RedisStore implements Store {
   async reset(key: string, set: PolicySet): Promise<void> {
     this.#denied?.delete(cacheId(key, set))
     await this.#client.del(...this.keysOf(key, set))
+  }
+
+  /**
+   * One script call for every policy of the set (see REFUND_LUA). Drops the key's denied-cache
+   * entry first: the refund may admit what the cache would still deny.
+   */
+  async refund(key: string, set: PolicySet, cost: number): Promise<void> {
+    this.#denied?.delete(cacheId(key, set))
+    const keys = this.keysOf(key, set)
+    const args: (Buffer | string)[] = [this.#argsOf(set), String(cost)]
+    if (this.#now !== undefined) args.push(String(this.#now()))
+    try {
+      await this.#client.evalsha(REFUND_SHA, keys.length, ...keys, ...args)
+    } catch (error) {
+      // As #eval: NOSCRIPT means the script did not run, so sending it whole cannot refund twice.
+      if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error
+      await this.#client.eval(REFUND_LUA, keys.length, ...keys, ...args)
+    }
   }
 
   /** The Redis keys holding `key`'s state under `set`, one per policy, in order. */

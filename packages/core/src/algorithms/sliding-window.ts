@@ -1,5 +1,5 @@
 import type { Mutable } from './outcome.js'
-import { admitted, ceilMs, denied, floorUnits, type Transition } from './outcome.js'
+import { admitted, ceilMs, denied, floorUnits, type Refund, type Transition } from './outcome.js'
 
 /**
  * Counts of the last `precision + 1` sub-windows, oldest first, the last being the one that
@@ -42,6 +42,25 @@ export const slidingWindow: Transition<SlidingWindowState> = (state, now, policy
     state: { start, counts },
     outcome: admitted(floorUnits(limit - estimate - cost), resetAfterOf(counts, left, size)),
   }
+}
+
+/**
+ * Takes the cost off the newest sub-windows still holding counts, newest first, never below 0:
+ * counts that have slid out of the window are gone and give nothing back.
+ */
+export const refundSlidingWindow: Refund<SlidingWindowState> = (state, now, policy, cost) => {
+  if (state === undefined) return state
+  const { precision } = policy
+  const size = policy.window / precision
+  const start = now - (now % size)
+  const counts = shifted(state, start, size, precision)
+  let left = cost
+  for (let i = precision; i >= 0 && left > 0; i--) {
+    const taken = Math.min(left, counts[i] as number)
+    counts[i] = (counts[i] as number) - taken
+    left -= taken
+  }
+  return left === cost ? state : { start, counts }
 }
 
 /** A new array of the counts as seen from the sub-window starting at `start`. */
