@@ -18,6 +18,8 @@ import request from 'supertest'
 /** What option functions see of a request, whichever the framework. */
 export interface Req {
   header(name: string): string | undefined
+  /** The response status as it stands (final once the response is done). */
+  status(): number
 }
 
 /** What a custom onLimited answers, written by each framework its own way. */
@@ -26,9 +28,10 @@ export interface Custom {
   body: unknown
 }
 
-type Neutral<O, I> = Omit<O, 'key' | 'skip' | 'cost' | 'message' | 'onLimited'> & {
+type Neutral<O, I> = Omit<O, 'key' | 'skip' | 'cost' | 'message' | 'onLimited' | 'requestWasSuccessful'> & {
   key?: (r: Req) => string
   skip?: (r: Req) => boolean
+  requestWasSuccessful?: (r: Req) => boolean | Promise<boolean>
   cost?: number | ((r: Req) => number)
   message?: string | object | ((r: Req, info: I) => string | object)
   onLimited?: (r: Req, info: I) => Custom
@@ -91,11 +94,14 @@ function convert<O extends Neutral<object, I>, I, Args extends unknown[], R>(
   reqOf: (...args: Args) => Req,
   custom: (args: Args, out: Custom) => R,
 ) {
-  const { key, skip, cost, message, onLimited, ...rest } = options
+  const { key, skip, cost, message, onLimited, requestWasSuccessful, ...rest } = options
   return {
     ...rest,
     ...(key && { key: (...args: Args) => key(reqOf(...args)) }),
     ...(skip && { skip: (...args: Args) => skip(reqOf(...args)) }),
+    ...(requestWasSuccessful && {
+      requestWasSuccessful: (...args: Args) => requestWasSuccessful(reqOf(...args)),
+    }),
     ...(cost !== undefined && {
       cost: typeof cost === 'number' ? cost : (...args: Args) => cost(reqOf(...args)),
     }),
@@ -171,7 +177,10 @@ export const expressHarness: Harness = {
       sluiceExpress.rateLimit(
         convert(
           options,
-          (req: express.Request, _res: express.Response) => ({ header: (n: string) => req.get(n) }),
+          (req: express.Request, res: express.Response) => ({
+            header: (n: string) => req.get(n),
+            status: () => res.statusCode,
+          }),
           ([, res], out) => res.status(out.status ?? res.statusCode).json(out.body),
         ),
       ),
@@ -181,7 +190,10 @@ export const expressHarness: Harness = {
       sluiceExpress.concurrencyLimit(
         convert(
           options,
-          (req: express.Request, _res: express.Response) => ({ header: (n: string) => req.get(n) }),
+          (req: express.Request, res: express.Response) => ({
+            header: (n: string) => req.get(n),
+            status: () => res.statusCode,
+          }),
           ([, res], out) => res.status(out.status ?? res.statusCode).json(out.body),
         ),
       ),
@@ -214,7 +226,7 @@ export const expressHarness: Harness = {
   },
 }
 
-const koaReq = (ctx: KoaContext): Req => ({ header: (n) => ctx.get(n) || undefined })
+const koaReq = (ctx: KoaContext): Req => ({ header: (n) => ctx.get(n) || undefined, status: () => ctx.status })
 const koaCustom = ([ctx]: [KoaContext], out: Custom) => {
   if (out.status) ctx.status = out.status
   ctx.body = out.body
@@ -267,7 +279,7 @@ export const koaHarness: Harness = {
   },
 }
 
-const honoReq = (c: HonoContext): Req => ({ header: (n) => c.req.header(n) })
+const honoReq = (c: HonoContext): Req => ({ header: (n) => c.req.header(n), status: () => c.res.status })
 const honoCustom = ([c]: [HonoContext], out: Custom) => c.json(out.body as object, (out.status ?? 429) as 429)
 
 export const honoHarness: Harness = {

@@ -93,6 +93,36 @@ export function storeBehaviour(client: () => Redis | Cluster): void {
     await s.reset('k', set)
   })
 
+  it('refunds every policy in one call, keeps each key\'s expiry, and never creates a key', async () => {
+    let now = TRACE_START
+    const s = store({ now: () => now })
+    const set = parsePolicies([
+      { limit: 5, window: 60_000, algorithm: 'fixed-window', name: 'fixed' },
+      { limit: 10, window: 60_000, precision: 4, name: 'sliding' },
+      { limit: 5, window: 60_000, algorithm: 'sliding-log', name: 'log' },
+      { limit: 5, window: 60_000, algorithm: 'token-bucket', name: 'bucket' },
+      { limit: 5, window: 60_000, algorithm: 'gcra', name: 'gcra' },
+    ])
+    const keys = s.keysOf('refunded', set)
+    await s.refund('refunded', set, 2)
+    for (const k of keys) expect(await client().exists(k)).toBe(0)
+
+    await s.consume('refunded', set, 3)
+    const ttls = await Promise.all(keys.map((k) => client().pttl(k)))
+    now += 10
+    await s.refund('refunded', set, 2)
+    for (const [i, k] of keys.entries()) {
+      const ttl = await client().pttl(k)
+      expect(ttl, k).toBeGreaterThan(0)
+      expect(ttl).toBeLessThanOrEqual(ttls[i] as number)
+    }
+    // gcra and token-bucket have dripped back 10 ms of their 12 s interval: nothing whole.
+    expect((await s.peek('refunded', set)).map((o) => o.remaining)).toEqual([4, 9, 4, 4, 4])
+    await s.refund('refunded', set, 5)
+    expect((await s.peek('refunded', set)).map((o) => o.remaining)).toEqual([5, 10, 5, 5, 5])
+    await s.reset('refunded', set)
+  })
+
   it('matches the memory store on the parity traces under a hostile key', async () => {
     const { MemoryStore } = await import('@sluice/core')
     const key = `{hostile}\n${'k'.repeat(300)}`

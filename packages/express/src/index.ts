@@ -9,6 +9,7 @@ import {
   type HeaderEntry,
   type Limiter,
   type ResponseBody,
+  settleOnResponseDone,
 } from '@sluice/core'
 import type { NextFunction, Request, RequestHandler, Response } from 'express'
 
@@ -38,6 +39,7 @@ const adapter: Adapter<Args> = {
   name: '@sluice/express',
   addressSource: 'req.ip',
   address: (req) => req.ip,
+  status: (_req, res) => res.statusCode,
 }
 
 /** Once the response has started its headers are gone: skip them, as Koa's `ctx.set` does. */
@@ -75,6 +77,7 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
         req.rateLimit = plan.decision
         if (plan.kind === 'continue') {
           writeHeaders(res, plan.headers)
+          if (plan.settle) settleOnResponseDone(res, plan.settle)
           return next()
         }
         await deny(res, plan.status, plan.headers, plan.response)

@@ -80,6 +80,7 @@ function adapterFor(options: AddressOptions): Adapter<Args> {
     name: '@sluice/hono',
     addressSource: getConnInfo ? 'getConnInfo(c).remote.address' : "the runtime's connection info",
     address: getConnInfo ? (c) => getConnInfo(c).remote.address : clientAddress,
+    status: (c) => c.res.status,
     extraOptions: ['getConnInfo'],
   }
 }
@@ -127,7 +128,14 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
     c.set('rateLimit', plan.decision)
     if (plan.kind === 'deny') return deny(c, plan.status, plan.headers, plan.response)
     writeHeaders(c, plan.headers)
-    await next()
+    try {
+      await next()
+    } catch (error) {
+      plan.settle?.(false)
+      throw error
+    }
+    // Hono hands a handler's error to onError and resolves next() with c.error set.
+    plan.settle?.(c.error === undefined)
     addMissingHeaders(c, plan.headers)
   }
   return Object.assign(middleware, { limiter: handler.limiter })

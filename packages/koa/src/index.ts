@@ -9,6 +9,7 @@ import {
   type HeaderEntry,
   type Limiter,
   type ResponseBody,
+  settleOnResponseDone,
 } from '@sluice/core'
 import type { Context, Middleware } from 'koa'
 
@@ -35,6 +36,7 @@ const adapter: Adapter<Args> = {
   name: '@sluice/koa',
   addressSource: 'ctx.ip',
   address: (ctx) => ctx.ip || undefined,
+  status: (ctx) => ctx.status,
 }
 
 function writeHeaders(ctx: Context, headers: readonly HeaderEntry[]): void {
@@ -70,6 +72,8 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
     ctx.state.rateLimit = plan.decision
     if (plan.kind === 'deny') return deny(ctx, plan.status, plan.headers, plan.response)
     writeHeaders(ctx, plan.headers)
+    // On the response, not after next(): a streamed body and the error handler's status come later.
+    if (plan.settle) settleOnResponseDone(ctx.res, plan.settle)
     return next()
   }
   return Object.assign(middleware, { limiter: handler.limiter })

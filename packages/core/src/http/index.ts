@@ -34,4 +34,5 @@ export type { RateLimitHandler, RateLimitOptions, RateLimitPlan } from './rate-l
 export { createRateLimitHandler } from './rate-limit.js'
 export type { Message, ResponseBody } from './response.js'
 export { sleep } from './response.js'
-export { onStreamDone } from './stream.js'
+export type { NodeResponse } from './stream.js'
+export { onStreamDone, settleOnResponseDone } from './stream.js'

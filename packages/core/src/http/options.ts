@@ -11,6 +11,8 @@ export interface Adapter<A extends unknown[]> {
   readonly addressSource: string
   /** The client address as the framework resolves it (under its proxy trust settings). */
   address(...args: A): string | undefined
+  /** The response status once the request is done: the default `requestWasSuccessful` reads it. */
+  status(...args: A): number
   /** Adapter-specific option names that the shared validation must accept. */
   readonly extraOptions?: readonly string[]
 }
@@ -63,8 +65,6 @@ const HINTS: Readonly<Record<string, string>> = {
   allowList: 'use skip',
   passOnStoreError: "use onStoreError: 'allow' | 'deny' | a fallback store",
   requestPropertyName: 'the decision is always exposed under the name rateLimit',
-  skipSuccessfulRequests: 'every admitted request counts; this is not supported',
-  skipFailedRequests: 'every admitted request counts; this is not supported',
 }
 
 export function assertObject(options: unknown, example: string): asserts options is Record<string, unknown> {

@@ -6,7 +6,12 @@ import type { Adapter } from './options.js'
 import { createRateLimitHandler, type RateLimitOptions } from './rate-limit.js'
 
 type Args = [request: { ip?: string; user?: string }]
-const adapter: Adapter<Args> = { name: '@sluice/test', addressSource: 'request.ip', address: (r) => r.ip }
+const adapter: Adapter<Args> = {
+  name: '@sluice/test',
+  addressSource: 'request.ip',
+  address: (r) => r.ip,
+  status: () => 200,
+}
 const build = (options: RateLimitOptions<Args, string>) => createRateLimitHandler(options, adapter)
 
 function configError(fn: () => unknown): ConfigError {

@@ -32,3 +32,24 @@ export function onStreamDone<T>(body: ReadableStream<T>, done: () => void): Read
     },
   })
 }
+
+/** The parts of a Node.js `ServerResponse` that tell when it is done (no `node:` import in core). */
+export interface NodeResponse {
+  once(event: 'finish' | 'close', listener: () => void): unknown
+  readonly writableFinished: boolean
+  readonly closed: boolean
+}
+
+/**
+ * Calls `settle(true)` once the response has been written ('finish') or `settle(false)` when
+ * the connection closed before that (a client that went away, as express-rate-limit counts
+ * it); 'close' also follows 'finish', and `settle` must ignore calls after the first.
+ */
+export function settleOnResponseDone(res: NodeResponse, settle: (completed: boolean) => void): void {
+  if (res.writableFinished || res.closed) {
+    settle(res.writableFinished)
+    return
+  }
+  res.once('finish', () => settle(true))
+  res.once('close', () => settle(false))
+}
