@@ -48,6 +48,8 @@ export type Handler =
   | 'throw'
   /** 200 with the plain text "handled", setting no header (for a response already started). */
   | 'text'
+  /** This status with `{ status }` as the body (a login that fails with 401, a 500). */
+  | { status: number }
   /** Writes "a", signals `entered`, waits for `gate`, writes "b" and ends. */
   | { stream: Promise<void>; entered?: () => void }
 
@@ -213,6 +215,7 @@ export const expressHarness: Harness = {
         if (handler === 'ok') return void res.json({ rateLimit: req.rateLimit ?? null })
         if (handler === 'throw') throw new Error('handler failed')
         if (handler === 'text') return void res.end('handled')
+        if ('status' in handler) return void res.status(handler.status).json({ status: handler.status })
         for await (const chunk of streamed(handler.stream, handler.entered)) res.write(chunk)
         res.end()
       })
@@ -268,7 +271,10 @@ export const koaHarness: Harness = {
         if (handler === 'ok') ctx.body = { rateLimit: ctx.state.rateLimit ?? null }
         else if (handler === 'throw') throw new Error('handler failed')
         else if (handler === 'text') ctx.body = 'handled'
-        else {
+        else if ('status' in handler) {
+          ctx.status = handler.status
+          ctx.body = { status: handler.status }
+        } else {
           ctx.type = 'text'
           ctx.body = Readable.from(streamed(handler.stream, handler.entered))
         }
@@ -306,6 +312,7 @@ export const honoHarness: Harness = {
         if (handler === 'ok') return c.json({ rateLimit: c.get('rateLimit') ?? null })
         if (handler === 'throw') throw new Error('handler failed')
         if (handler === 'text') return c.text('handled')
+        if ('status' in handler) return c.json({ status: handler.status }, handler.status as 401)
         const encoder = new TextEncoder()
         const chunks = streamed(handler.stream, handler.entered)
         return c.body(

@@ -93,7 +93,7 @@ export function storeBehaviour(client: () => Redis | Cluster): void {
     await s.reset('k', set)
   })
 
-  it('refunds every policy in one call, keeps each key\'s expiry, and never creates a key', async () => {
+  it("refunds every policy in one call, keeps each key's expiry, and never creates a key", async () => {
     let now = TRACE_START
     const s = store({ now: () => now })
     const set = parsePolicies([
