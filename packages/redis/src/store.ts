@@ -108,11 +108,11 @@ export class RedisStore implements Store {
   }
 
   /**
-   * One script call for every policy of the set (see REFUND_LUA). Drops the key's denied-cache
-   * entry first: the refund may admit what the cache would still deny.
+   * One script call for every policy of the set (see REFUND_LUA). Then drops the key's
+   * denied-cache entry, which a denial decided before the refund landed may have written: the
+   * refund may admit what it would still deny.
    */
   async refund(key: string, set: PolicySet, cost: number): Promise<void> {
-    this.#denied?.delete(cacheId(key, set))
     const keys = this.keysOf(key, set)
     const args: (Buffer | string)[] = [this.#argsOf(set), String(cost)]
     if (this.#now !== undefined) args.push(String(this.#now()))
@@ -123,6 +123,7 @@ export class RedisStore implements Store {
       if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error
       await this.#client.eval(REFUND_LUA, keys.length, ...keys, ...args)
     }
+    this.#denied?.delete(cacheId(key, set))
   }
 
   /** The Redis keys holding `key`'s state under `set`, one per policy, in order. */
