@@ -9,7 +9,7 @@ import {
   type HeaderEntry,
   type Limiter,
   type ResponseBody,
-  settleOnResponseDone,
+  onResponseDone,
 } from '@sluice/core'
 import type { NextFunction, Request, RequestHandler, Response } from 'express'
 
@@ -77,7 +77,7 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
         req.rateLimit = plan.decision
         if (plan.kind === 'continue') {
           writeHeaders(res, plan.headers)
-          if (plan.settle) settleOnResponseDone(res, plan.settle)
+          if (plan.settle) onResponseDone(res, plan.settle)
           return next()
         }
         await deny(res, plan.status, plan.headers, plan.response)
@@ -97,10 +97,8 @@ export function concurrencyLimit(options: ConcurrencyLimitOptions): RequestHandl
         if (plan.kind === 'skip') return next()
         if (plan.kind === 'deny') return deny(res, plan.status, plan.headers, plan.response)
         writeHeaders(res, plan.headers)
-        // 'close' follows 'finish' and also fires on abort; the release itself runs once.
-        res.once('finish', plan.release)
-        res.once('close', plan.release)
-        if (res.writableFinished || res.closed) plan.release()
+        // The release itself runs once.
+        onResponseDone(res, plan.release)
         next()
       })
       .catch(next)

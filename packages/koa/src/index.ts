@@ -9,7 +9,7 @@ import {
   type HeaderEntry,
   type Limiter,
   type ResponseBody,
-  settleOnResponseDone,
+  onResponseDone,
 } from '@sluice/core'
 import type { Context, Middleware } from 'koa'
 
@@ -73,7 +73,7 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
     if (plan.kind === 'deny') return deny(ctx, plan.status, plan.headers, plan.response)
     writeHeaders(ctx, plan.headers)
     // On the response, not after next(): a streamed body and the error handler's status come later.
-    if (plan.settle) settleOnResponseDone(ctx.res, plan.settle)
+    if (plan.settle) onResponseDone(ctx.res, plan.settle)
     return next()
   }
   return Object.assign(middleware, { limiter: handler.limiter })
@@ -88,11 +88,8 @@ export function concurrencyLimit(options: ConcurrencyLimitOptions): Middleware {
     if (plan.kind === 'deny') return deny(ctx, plan.status, plan.headers, plan.response)
     writeHeaders(ctx, plan.headers)
     // The response outlives this middleware when the body is a stream: free the slot only when
-    // it is written ('finish') or abandoned ('close'); the release itself runs once.
-    const { res } = ctx
-    res.once('finish', plan.release)
-    res.once('close', plan.release)
-    if (res.writableFinished || res.closed) plan.release()
+    // it is written or abandoned; the release itself runs once.
+    onResponseDone(ctx.res, plan.release)
     return next()
   }
 }

@@ -41,15 +41,15 @@ export interface NodeResponse {
 }
 
 /**
- * Calls `settle(true)` once the response has been written ('finish') or `settle(false)` when
- * the connection closed before that (a client that went away, as express-rate-limit counts
- * it); 'close' also follows 'finish', and `settle` must ignore calls after the first.
+ * Calls `done(true)` once the response has been written ('finish'), or `done(false)` when the
+ * connection closed before that (a client that went away), at once if either has happened.
+ * 'close' also follows 'finish': `done` must ignore calls after the first.
  */
-export function settleOnResponseDone(res: NodeResponse, settle: (completed: boolean) => void): void {
+export function onResponseDone(res: NodeResponse, done: (completed: boolean) => void): void {
   if (res.writableFinished || res.closed) {
-    settle(res.writableFinished)
+    done(res.writableFinished)
     return
   }
-  res.once('finish', () => settle(true))
-  res.once('close', () => settle(false))
+  res.once('finish', () => done(true))
+  res.once('close', () => done(false))
 }
