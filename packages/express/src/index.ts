@@ -8,8 +8,8 @@ import {
   type Decision,
   type HeaderEntry,
   type Limiter,
-  type ResponseBody,
   onResponseDone,
+  type ResponseBody,
 } from '@sluice/core'
 import type { NextFunction, Request, RequestHandler, Response } from 'express'
 
