@@ -6,6 +6,7 @@ import {
   MemoryStore,
   QUOTA_EXCEEDED,
   SketchStore,
+  type Store,
 } from '@sluice/core'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { type App, type AppSpec, type Harness, harnesses, type Reply } from './harness.js'
@@ -744,6 +745,34 @@ describe.each(harnesses.filter((h) => h.name !== 'hono'))('@sluice/$name with a 
       abort()
       await refunded(limiter, '127.0.0.1', 1)
       expect((await app.get('/ok')).status).toBe(200)
+    })
+  })
+
+  it('skipFailedRequests gives back a request whose client left while the store was deciding', async () => {
+    const memory = clocked().store
+    const asked = deferred()
+    const answer = deferred()
+    const counted = deferred()
+    const slow: Store = {
+      consume: async (key, set, cost) => {
+        asked.resolve()
+        await answer.promise
+        const outcomes = memory.consume(key, set, cost)
+        counted.resolve()
+        return outcomes
+      },
+      peek: (key, set) => memory.peek(key, set),
+      reset: (key, set) => memory.reset(key, set),
+      refund: (key, set, cost) => memory.refund(key, set, cost),
+    }
+    const limiter = createLimiter({ limits: '1/min', store: slow })
+    await withApp(h, { use: [h.rateLimit({ limiter, skipFailedRequests: true })], routes }, async (app) => {
+      await app.abortWhen('/ok', asked.promise)
+      // Whether or not the server has seen the close yet, the request must end up given back.
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      answer.resolve()
+      await counted.promise
+      await refunded(limiter, '127.0.0.1', 1)
     })
   })
 

@@ -77,6 +77,8 @@ export interface App {
   head(path: string): Promise<Omit<Reply, 'body' | 'text'>>
   /** Starts a GET, resolves once the first body bytes arrive, and returns a function that aborts it. */
   openAndAbort(path: string): Promise<() => void>
+  /** Starts a GET and aborts it, before any answer, once `when` resolves. */
+  abortWhen(path: string, when: Promise<void>): Promise<void>
   /** Requests handled by a route handler (so a denial that let one through shows up). */
   readonly handled: number
   close(): Promise<void>
@@ -152,6 +154,12 @@ function client(server: Server, counter: { handled: number }): App {
           if (error.code !== 'ECONNRESET') reject(error)
         })
       })
+    },
+    async abortWhen(path, when) {
+      const outgoing = get({ host: '127.0.0.1', port, path })
+      outgoing.on('error', () => {})
+      await when
+      outgoing.destroy()
     },
     get handled() {
       return counter.handled
