@@ -788,6 +788,61 @@ describe.each(harnesses.filter((h) => h.name !== 'hono'))('@sluice/$name with a 
   })
 })
 
+describe.each(harnesses)('@sluice/$name proxy checks', (h) => {
+  const forwarded = { 'x-forwarded-for': '198.51.100.66' }
+  const warnings = () => vi.spyOn(console, 'warn').mockImplementation(() => {})
+  afterEach(() => {
+    vi.restoreAllMocks()
+  })
+
+  it('warns once when X-Forwarded-For arrives at an app that does not trust proxies', async () => {
+    const warn = warnings()
+    const spec = { use: [h.rateLimit({ limits: '10/min' })], routes: [{ path: '/' }] }
+    await withApp(h, spec, async (app) => {
+      expect((await app.get('/')).status).toBe(200)
+      expect(warn).not.toHaveBeenCalled()
+      expect((await app.get('/', forwarded)).status).toBe(200)
+      expect((await app.get('/', forwarded)).status).toBe(200)
+    })
+    expect(warn).toHaveBeenCalledTimes(1)
+    expect(warn.mock.calls[0]?.[0]).toMatch(/^\[sluice\] SLUICE_UNTRUSTED_PROXY: .*shares one limit.*validate: false/)
+  })
+
+  it('checks nothing with validate: false or a key of your own', async () => {
+    const warn = warnings()
+    const spec = {
+      use: [h.rateLimit({ limits: '10/min', validate: false }), h.rateLimit({ limits: '20/min', key: () => 'k' })],
+      routes: [{ path: '/' }],
+    }
+    await withApp(h, spec, async (app) => {
+      expect((await app.get('/', forwarded)).status).toBe(200)
+    })
+    expect(warn).not.toHaveBeenCalled()
+    expect(() => h.rateLimit({ limits: '10/min', validate: 'no' as unknown as boolean })).toThrow(
+      /^validate must be true or false, got "no"$/,
+    )
+  })
+
+  // Hono has no proxy setting to get wrong: its key is the connection's peer (or Cloudflare's header).
+  it.skipIf(h.name === 'hono')(
+    'warns once when the app trusts every X-Forwarded-For entry, not a set number',
+    async () => {
+      const warn = warnings()
+      for (const trustProxy of [true, 'all'] as const) {
+        const spec = { trustProxy, use: [h.rateLimit({ limits: '10/min' })], routes: [{ path: '/' }] }
+        await withApp(h, spec, async (app) => {
+          expect((await app.get('/', forwarded)).status).toBe(200)
+          expect((await app.get('/')).status).toBe(200)
+        })
+      }
+      expect(warn).toHaveBeenCalledTimes(1)
+      expect(warn.mock.calls[0]?.[0]).toMatch(
+        /^\[sluice\] SLUICE_PERMISSIVE_TRUST_PROXY: .*any client can take a fresh limit/,
+      )
+    },
+  )
+})
+
 afterEach(() => {
   vi.useRealTimers()
 })

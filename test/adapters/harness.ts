@@ -54,8 +54,11 @@ export type Handler =
   | { stream: Promise<void>; entered?: () => void }
 
 export interface AppSpec {
-  /** Trust exactly one proxy hop, so the right-most X-Forwarded-For entry is the client. */
-  trustProxy?: boolean
+  /**
+   * true: trust exactly one proxy hop, so the right-most X-Forwarded-For entry is the client.
+   * 'all' (Express and Koa): trust every entry, so the left-most, client-written one is.
+   */
+  trustProxy?: boolean | 'all'
   /** Pretend the framework cannot tell the client's address. */
   noAddress?: boolean
   /** Send the status and headers before any limiter runs (Express and Koa only). */
@@ -211,7 +214,7 @@ export const expressHarness: Harness = {
   async app(spec) {
     const counter = { handled: 0 }
     const app = express()
-    if (spec.trustProxy) app.set('trust proxy', 1)
+    if (spec.trustProxy) app.set('trust proxy', spec.trustProxy === 'all' ? true : 1)
     if (spec.noAddress) app.use((req, _res, next) => next(void Object.defineProperty(req, 'ip', { value: undefined })))
     if (spec.startResponse) app.use((_req, res, next) => next(void res.flushHeaders()))
     for (const m of spec.use ?? []) app.use(m as unknown as RequestHandler)
@@ -249,7 +252,7 @@ export const koaHarness: Harness = {
   concurrencyLimit: (options) => mw(sluiceKoa.concurrencyLimit(convert(options, koaReq, koaCustom))),
   async app(spec) {
     const counter = { handled: 0 }
-    const app = new Koa(spec.trustProxy ? { proxy: true, maxIpsCount: 1 } : {})
+    const app = new Koa(spec.trustProxy ? { proxy: true, maxIpsCount: spec.trustProxy === 'all' ? 0 : 1 } : {})
     app.silent = true
     app.use(async (ctx, next) => {
       try {

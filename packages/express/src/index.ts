@@ -40,6 +40,15 @@ const adapter: Adapter<Args> = {
   addressSource: 'req.ip',
   address: (req) => req.ip,
   status: (_req, res) => res.statusCode,
+  proxy: {
+    trust(req) {
+      const setting: unknown = req.app.get('trust proxy')
+      return setting === true ? 'any' : setting ? 'hops' : 'ignored'
+    },
+    forwarded: (req) => req.headers['x-forwarded-for'] !== undefined,
+    setting: "Express's 'trust proxy'",
+    advice: "app.set('trust proxy', n) with n the number of proxies, or their addresses",
+  },
 }
 
 /** Once the response has started its headers are gone: skip them, as Koa's `ctx.set` does. */

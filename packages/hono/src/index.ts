@@ -82,6 +82,13 @@ function adapterFor(options: AddressOptions): Adapter<Args> {
     address: getConnInfo ? (c) => getConnInfo(c).remote.address : clientAddress,
     status: (c) => c.res.status,
     extraOptions: ['getConnInfo'],
+    // Hono has no proxy setting: its address is the connection's, or Cloudflare's CF-Connecting-IP.
+    proxy: {
+      trust: () => 'ignored',
+      forwarded: (c) => c.req.header('x-forwarded-for') !== undefined && !onCloudflare(c),
+      setting: 'Hono (the runtime reports the connection peer)',
+      advice: 'pass key: (c) => ipKey(<the address your proxy appends to X-Forwarded-For>)',
+    },
   }
 }
 

@@ -37,6 +37,13 @@ const adapter: Adapter<Args> = {
   addressSource: 'ctx.ip',
   address: (ctx) => ctx.ip || undefined,
   status: (ctx) => ctx.status,
+  proxy: {
+    // With proxy on and no maxIpsCount, ctx.ip is the left-most X-Forwarded-For entry.
+    trust: ({ app }) => (!app.proxy ? 'ignored' : app.maxIpsCount > 0 ? 'hops' : 'any'),
+    forwarded: (ctx) => ctx.get(ctx.app.proxyIpHeader) !== '',
+    setting: "Koa's app.proxy",
+    advice: 'new Koa({ proxy: true, maxIpsCount: n }) with n the number of proxies',
+  },
 }
 
 function writeHeaders(ctx: Context, headers: readonly HeaderEntry[]): void {

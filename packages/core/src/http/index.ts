@@ -30,6 +30,7 @@ export {
   rateLimitProblem,
   TEMPORARY_REDUCED_CAPACITY,
 } from './problem.js'
+export type { ForwardedTrust, ProxySetup } from './proxy-check.js'
 export type { RateLimitHandler, RateLimitOptions, RateLimitPlan } from './rate-limit.js'
 export { createRateLimitHandler } from './rate-limit.js'
 export type { Message, ResponseBody } from './response.js'
