@@ -123,6 +123,25 @@ export function storeBehaviour(client: () => Redis | Cluster): void {
     await s.reset('refunded', set)
   })
 
+  it("a sliding-window refund after its sub-window moved on does not shorten the next write's expiry", async () => {
+    const aligned = TRACE_START - (TRACE_START % 60_000)
+    let now = aligned
+    const s = store({ now: () => now })
+    const set = parsePolicies([{ limit: 10, window: 60_000, name: 'sliding' }])
+    const [key] = s.keysOf('moved', set)
+    await s.consume('moved', set, 1)
+    now = aligned + 100_000
+    await s.refund('moved', set, 1)
+    now = aligned + 110_000
+    await s.consume('moved', set, 1)
+    // This count lives 10 s in its sub-window plus one window: a fresh 71 s expiry (resetAfter +
+    // 1 s slack), not the first write's 121 s kept by an in-place write.
+    const ttl = await client().pttl(key as string)
+    expect(ttl).toBeGreaterThan(60_000)
+    expect(ttl).toBeLessThanOrEqual(71_000)
+    await s.reset('moved', set)
+  })
+
   it('matches the memory store on the parity traces under a hostile key', async () => {
     const { MemoryStore } = await import('@sluice/core')
     const key = `{hostile}\n${'k'.repeat(300)}`

@@ -46,21 +46,23 @@ export const slidingWindow: Transition<SlidingWindowState> = (state, now, policy
 
 /**
  * Takes the cost off the newest sub-windows still holding counts, newest first, never below 0:
- * counts that have slid out of the window are gone and give nothing back.
+ * counts that have slid out of the window are gone and give nothing back. The state keeps its
+ * `start`, so a store that writes a same-start state in place (Redis) keeps a correct expiry.
  */
 export const refundSlidingWindow: Refund<SlidingWindowState> = (state, now, policy, cost) => {
   if (state === undefined) return state
-  const { precision } = policy
-  const size = policy.window / precision
+  const size = policy.window / policy.precision
   const start = now - (now % size)
-  const counts = shifted(state, start, size, precision)
+  // Indices below `shift` have slid out; a clock that stepped back shifts nothing.
+  const shift = Math.max(0, (start - state.start) / size)
+  const counts = state.counts.slice()
   let left = cost
-  for (let i = precision; i >= 0 && left > 0; i--) {
+  for (let i = counts.length - 1; i >= shift && left > 0; i--) {
     const taken = Math.min(left, counts[i] as number)
     counts[i] = (counts[i] as number) - taken
     left -= taken
   }
-  return left === cost ? state : { start, counts }
+  return left === cost ? state : { start: state.start, counts }
 }
 
 /** A new array of the counts as seen from the sub-window starting at `start`. */

@@ -36,24 +36,25 @@ local function refund(i, state, c)
   end
 
   if code == 2 then
-    -- sliding-window; state: start, then the counts of precision + 1 sub-windows, oldest first
+    -- sliding-window; state: start, then the counts of precision + 1 sub-windows, oldest first.
+    -- The state keeps its start, so DECIDE_LUA's in-place SETRANGE (same start) keeps a right expiry.
     local size = window / precision
     local start = now - math.fmod(now, size)
-    local counts = {}
-    for j = 1, precision + 1 do counts[j] = 0 end
     local stored = struct.unpack('<d', state)
+    -- 0-based indices below shift have slid out; a clock that stepped back shifts nothing.
     local shift = math.max(0, (start - stored) / size)
-    for j = shift, precision do counts[j - shift + 1] = struct.unpack('<d', state, 9 + 8 * j) end
+    local counts = {}
+    for j = 0, precision do counts[j + 1] = struct.unpack('<d', state, 9 + 8 * j) end
     local left = c
     local j = precision + 1
-    while j >= 1 and left > 0 do
+    while j >= shift + 1 and left > 0 do
       local taken = math.min(left, counts[j])
       counts[j] = counts[j] - taken
       left = left - taken
       j = j - 1
     end
     if left == c then return nil end
-    return struct.pack('<' .. string.rep('d', precision + 2), start, unpack(counts))
+    return struct.pack('<' .. string.rep('d', precision + 2), stored, unpack(counts))
   end
 
   if code == 3 then
