@@ -4,20 +4,25 @@
 // servers are pinned to one CPU and this load generator to another. Runs are interleaved
 // (every target once per round, the order rotating) and summarised by medians.
 //
-//   pnpm bench:http     # env: BENCH_RUNS=5 BENCH_DURATION=5 BENCH_CONNECTIONS=32
-//                       #      BENCH_FRAMEWORKS=express,koa,hono BENCH_PIN=0 (no CPU pinning)
+// Rows `noop` and `headers` are references (see VARIANTS in ./http/config.ts).
+//
+//   pnpm bench:http     # env: BENCH_RUNS=7 BENCH_DURATION=5 BENCH_CONNECTIONS=32
+//                       #      BENCH_FRAMEWORKS=express,koa,hono BENCH_VARIANTS=none,sluice-1 (a subset)
+//                       #      BENCH_PIN=0 (no CPU pinning)
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { once } from 'node:events'
 import { cpus } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
 import { CLIENT_HEADER, CLIENTS, type Framework, LIMITS, VARIANTS, type Variant } from './http/config.js'
 
-const RUNS = Number(process.env.BENCH_RUNS ?? 5)
+const RUNS = Number(process.env.BENCH_RUNS ?? 7)
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 5)
 const WARMUP_S = 2
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32)
 const FRAMEWORKS = (process.env.BENCH_FRAMEWORKS?.split(',') ?? Object.keys(VARIANTS)) as Framework[]
+/** Always includes `none`, the baseline of every ratio. */
+const ONLY_VARIANTS = process.env.BENCH_VARIANTS ? new Set(['none', ...process.env.BENCH_VARIANTS.split(',')]) : undefined
 
 interface Target {
   framework: Framework
@@ -28,7 +33,7 @@ interface Target {
 
 interface Sample {
   rps: number
-  /** Server CPU time (user + system, all threads) per request, in µs; NaN where /proc is missing. */
+  /** Server CPU time (user + system, all threads) per request, in µs. */
   cpuPerRequest: number
   p99: number
   non2xx: number
@@ -44,7 +49,7 @@ function startServer(framework: Framework, variant: Variant): Promise<Target> {
   const [command, ...args] = pinned ? ['taskset', '-c', '1', ...node] : node
   const child = spawn(command!, args, {
     env: { ...process.env, NODE_ENV: 'production' },
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
   })
   return new Promise((resolve, reject) => {
     let output = ''
@@ -64,26 +69,20 @@ const requests = Array.from({ length: CLIENTS }, (_, i) => ({
   headers: { [CLIENT_HEADER]: `client-${i}` },
 }))
 
-const CLOCK_TICKS_PER_S = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout) || 100
-
-/** CPU seconds a process has used (utime + stime from /proc/<pid>/stat), or NaN off Linux. */
-function cpuSeconds(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_S
-  } catch {
-    return Number.NaN
-  }
+/** The CPU time (user + system, µs) a server has used, as it reports it over IPC (see `listening`). */
+async function cpuMicros(child: ChildProcess): Promise<number> {
+  child.send('cpu')
+  const [usage] = (await once(child, 'message')) as [NodeJS.CpuUsage]
+  return usage.user + usage.system
 }
 
 async function load(target: Target, duration: number): Promise<Sample> {
-  const cpuBefore = cpuSeconds(target.child.pid!)
+  const cpuBefore = await cpuMicros(target.child)
   const result = await autocannon({ url: target.url, connections: CONNECTIONS, duration, requests })
-  const cpu = cpuSeconds(target.child.pid!) - cpuBefore
+  const cpu = (await cpuMicros(target.child)) - cpuBefore
   return {
     rps: result.requests.average,
-    cpuPerRequest: (cpu * 1e6) / result.requests.total,
+    cpuPerRequest: cpu / result.requests.total,
     p99: result.latency.p99,
     non2xx: result.non2xx,
     errors: result.errors + result.timeouts,
@@ -105,7 +104,9 @@ function rotate<T>(items: readonly T[], by: number): T[] {
 const targets: Target[] = []
 try {
   for (const framework of FRAMEWORKS) {
-    for (const variant of VARIANTS[framework]) targets.push(await startServer(framework, variant))
+    for (const variant of VARIANTS[framework]) {
+      if (!ONLY_VARIANTS || ONLY_VARIANTS.has(variant)) targets.push(await startServer(framework, variant))
+    }
   }
   for (const target of targets) await load(target, WARMUP_S)
 
@@ -131,19 +132,20 @@ try {
 HTTP hello world: ${RUNS} interleaved runs of ${DURATION_S} s per row, ${CONNECTIONS} connections, ${CLIENTS} client keys
 limits: 1 policy = ${LIMITS[0].limit}/${LIMITS[0].window / 1000}s, 2 policies = that + ${LIMITS[1].limit}/${LIMITS[1].window / 1000}s (nothing is denied)
 node ${process.version}, ${cpus().length} × ${cpus()[0]?.model.trim()}, ${pinned ? 'server pinned to CPU 1, load generator to CPU 0' : 'not pinned'}
-ratios: median over runs of (row ÷ the same framework's no-limiter row in the same run)
+ratios: median over runs of (row ÷ the same framework's no-middleware row in the same run)
 
-| framework | limiter | req/s (median) | min–max | req/s ÷ none | server CPU µs/req (median) | CPU/req ÷ none | p99 ms | non-2xx + errors |
-|---|---|---:|---:|---:|---:|---:|---:|---:|`)
+| framework | middleware | req/s (median) | min–max | req/s ÷ none | server CPU µs/req (median) | CPU µs/req − none | CPU/req ÷ none | p99 ms | non-2xx + errors |
+|---|---|---:|---:|---:|---:|---:|---:|---:|---:|`)
   for (const target of targets) {
     const runs = samples.get(target)!
     const base = samples.get(targets.find((t) => t.framework === target.framework && t.variant === 'none')!)!
     const ratio = (metric: (s: Sample) => number) =>
       target.variant === 'none' ? '1' : median(runs.map((s, i) => metric(s) / metric(base[i]!))).toFixed(3)
+    const extraCpu = median(runs.map((s, i) => s.cpuPerRequest - base[i]!.cpuPerRequest)).toFixed(1)
     const rps = runs.map((s) => s.rps)
     const failures = runs.reduce((n, s) => n + s.non2xx + s.errors, 0)
     console.log(
-      `| ${target.framework} | ${label(target.variant)} | ${Math.round(median(rps))} | ${Math.round(Math.min(...rps))}–${Math.round(Math.max(...rps))} | ${ratio((s) => s.rps)} | ${median(runs.map((s) => s.cpuPerRequest)).toFixed(1)} | ${ratio((s) => s.cpuPerRequest)} | ${median(runs.map((s) => s.p99))} | ${failures} |`,
+      `| ${target.framework} | ${label(target.variant)} | ${Math.round(median(rps))} | ${Math.round(Math.min(...rps))}–${Math.round(Math.max(...rps))} | ${ratio((s) => s.rps)} | ${median(runs.map((s) => s.cpuPerRequest)).toFixed(1)} | ${extraCpu} | ${ratio((s) => s.cpuPerRequest)} | ${median(runs.map((s) => s.p99))} | ${failures} |`,
     )
   }
 } finally {
@@ -153,6 +155,8 @@ ratios: median over runs of (row ÷ the same framework's no-limiter row in the s
 function label(variant: Variant): string {
   return {
     none: 'none',
+    noop: 'reference: a middleware that does nothing',
+    headers: 'reference: a middleware that sets 2 constant headers',
     'sluice-1': 'sluice, 1 policy',
     'sluice-2': 'sluice, 2 policies',
     'quiet-1': 'sluice, 1 policy, headers: false',

@@ -3,11 +3,20 @@
 import { serve } from '@hono/node-server'
 import { rateLimit } from '@sluice/hono'
 import { Hono } from 'hono'
-import { BODY, CLIENT_HEADER, headersFor, limitsFor, listening, variantArg } from './config.js'
+import { BODY, CLIENT_HEADER, CONSTANT_HEADERS, headersFor, limitsFor, listening, variantArg } from './config.js'
 
 const variant = variantArg('hono')
 const app = new Hono()
-if (variant !== 'none')
+if (variant === 'noop') {
+  app.use(async (_c, next) => {
+    await next()
+  })
+} else if (variant === 'headers') {
+  app.use(async (c, next) => {
+    for (const [name, value] of CONSTANT_HEADERS) c.header(name, value)
+    await next()
+  })
+} else if (variant !== 'none') {
   app.use(
     rateLimit({
       limits: limitsFor(variant),
@@ -15,5 +24,6 @@ if (variant !== 'none')
       key: (c) => c.req.header(CLIENT_HEADER) ?? '',
     }),
   )
+}
 app.get('/', (c) => c.text(BODY))
 serve({ fetch: app.fetch, port: 0 }, (info) => listening(info.port))
