@@ -6,7 +6,7 @@
 //
 // Rows `noop` and `headers` are references (see VARIANTS in ./http/config.ts).
 //
-//   pnpm bench:http     # env: BENCH_RUNS=7 BENCH_DURATION=5 BENCH_CONNECTIONS=32
+//   pnpm bench:http     # env: BENCH_RUNS=10 BENCH_DURATION=2 BENCH_CONNECTIONS=32
 //                       #      BENCH_FRAMEWORKS=express,koa,hono BENCH_VARIANTS=none,sluice-1 (a subset)
 //                       #      BENCH_PIN=0 (no CPU pinning)
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
@@ -16,8 +16,8 @@ import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
 import { CLIENT_HEADER, CLIENTS, type Framework, LIMITS, VARIANTS, type Variant } from './http/config.js'
 
-const RUNS = Number(process.env.BENCH_RUNS ?? 7)
-const DURATION_S = Number(process.env.BENCH_DURATION ?? 5)
+const RUNS = Number(process.env.BENCH_RUNS ?? 10)
+const DURATION_S = Number(process.env.BENCH_DURATION ?? 2)
 const WARMUP_S = 2
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32)
 const FRAMEWORKS = (process.env.BENCH_FRAMEWORKS?.split(',') ?? Object.keys(VARIANTS)) as Framework[]
@@ -35,6 +35,8 @@ interface Sample {
   rps: number
   /** Server CPU time (user + system, all threads) per request, in µs. */
   cpuPerRequest: number
+  /** The user-mode part: JavaScript and V8, without the kernel's share (sockets, loopback TCP). */
+  userPerRequest: number
   p99: number
   non2xx: number
   errors: number
@@ -69,20 +71,22 @@ const requests = Array.from({ length: CLIENTS }, (_, i) => ({
   headers: { [CLIENT_HEADER]: `client-${i}` },
 }))
 
-/** The CPU time (user + system, µs) a server has used, as it reports it over IPC (see `listening`). */
-async function cpuMicros(child: ChildProcess): Promise<number> {
+/** The CPU time (µs) a server has used, as it reports it over IPC (see `listening`). */
+async function cpuUsage(child: ChildProcess): Promise<NodeJS.CpuUsage> {
   child.send('cpu')
   const [usage] = (await once(child, 'message')) as [NodeJS.CpuUsage]
-  return usage.user + usage.system
+  return usage
 }
 
 async function load(target: Target, duration: number): Promise<Sample> {
-  const cpuBefore = await cpuMicros(target.child)
+  const before = await cpuUsage(target.child)
   const result = await autocannon({ url: target.url, connections: CONNECTIONS, duration, requests })
-  const cpu = (await cpuMicros(target.child)) - cpuBefore
+  const after = await cpuUsage(target.child)
+  const user = after.user - before.user
   return {
     rps: result.requests.average,
-    cpuPerRequest: cpu / result.requests.total,
+    cpuPerRequest: (user + after.system - before.system) / result.requests.total,
+    userPerRequest: user / result.requests.total,
     p99: result.latency.p99,
     non2xx: result.non2xx,
     errors: result.errors + result.timeouts,
@@ -93,6 +97,19 @@ function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b)
   const mid = sorted.length >> 1
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
+}
+
+/** The average of two samples of the same server: a baseline for what was measured between them. */
+function meanSample(a: Sample, b: Sample): Sample {
+  const mean = (metric: (s: Sample) => number) => (metric(a) + metric(b)) / 2
+  return {
+    rps: mean((s) => s.rps),
+    cpuPerRequest: mean((s) => s.cpuPerRequest),
+    userPerRequest: mean((s) => s.userPerRequest),
+    p99: mean((s) => s.p99),
+    non2xx: a.non2xx + b.non2xx,
+    errors: a.errors + b.errors,
+  }
 }
 
 /** `items` starting at position `by`, wrapping around. */
@@ -110,42 +127,53 @@ try {
   }
   for (const target of targets) await load(target, WARMUP_S)
 
-  // Each round visits every framework (order rotating) and, within a framework, every variant
-  // back to back (order rotating), so a variant and its baseline are measured seconds apart.
+  // Each round visits every framework (order rotating) and, within it, measures the no-middleware
+  // baseline before the first variant, between every two and after the last (variant order
+  // rotating): each variant is compared with the mean of the two baselines that bracket it, seconds
+  // apart, which cancels most of the drift in what else this machine is doing.
   const samples = new Map<Target, Sample[]>(targets.map((t) => [t, []]))
+  const baselines = new Map<Target, Sample[]>(targets.map((t) => [t, []]))
+  const measure = async (target: Target, round: number) => {
+    const sample = await load(target, DURATION_S)
+    samples.get(target)!.push(sample)
+    console.error(
+      `round ${round + 1}/${RUNS}  ${target.framework.padEnd(7)} ${target.variant.padEnd(8)} ${Math.round(sample.rps)} req/s  ${sample.cpuPerRequest.toFixed(1)} µs CPU/req`,
+    )
+    return sample
+  }
   for (let round = 0; round < RUNS; round++) {
     for (const framework of rotate(FRAMEWORKS, round)) {
-      for (const target of rotate(
-        targets.filter((t) => t.framework === framework),
-        round,
-      )) {
-        const sample = await load(target, DURATION_S)
-        samples.get(target)!.push(sample)
-        console.error(
-          `round ${round + 1}/${RUNS}  ${framework.padEnd(7)} ${target.variant.padEnd(8)} ${Math.round(sample.rps)} req/s  ${sample.cpuPerRequest.toFixed(1)} µs CPU/req`,
-        )
+      const none = targets.find((t) => t.framework === framework && t.variant === 'none')!
+      const variants = targets.filter((t) => t.framework === framework && t !== none)
+      let before = await measure(none, round)
+      for (const target of rotate(variants, round)) {
+        const sample = await measure(target, round)
+        const after = await measure(none, round)
+        baselines.get(target)!.push(meanSample(before, after))
+        before = after
       }
     }
   }
 
   console.log(`
-HTTP hello world: ${RUNS} interleaved runs of ${DURATION_S} s per row, ${CONNECTIONS} connections, ${CLIENTS} client keys
+HTTP hello world: ${RUNS} interleaved runs of ${DURATION_S} s per row (the baseline between every two), ${CONNECTIONS} connections, ${CLIENTS} client keys
 limits: 1 policy = ${LIMITS[0].limit}/${LIMITS[0].window / 1000}s, 2 policies = that + ${LIMITS[1].limit}/${LIMITS[1].window / 1000}s (nothing is denied)
 node ${process.version}, ${cpus().length} × ${cpus()[0]?.model.trim()}, ${pinned ? 'server pinned to CPU 1, load generator to CPU 0' : 'not pinned'}
-ratios: median over runs of (row ÷ the same framework's no-middleware row in the same run)
+ratios and differences: median over runs of (row ÷ or − the mean of the same framework's two no-middleware runs just before and after it)
 
-| framework | middleware | req/s (median) | min–max | req/s ÷ none | server CPU µs/req (median) | CPU µs/req − none | CPU/req ÷ none | p99 ms | non-2xx + errors |
-|---|---|---:|---:|---:|---:|---:|---:|---:|---:|`)
+| framework | middleware | req/s (median) | min–max | req/s ÷ none | server CPU µs/req (median) | CPU µs/req − none | CPU/req ÷ none | user CPU/req ÷ none | p99 ms | non-2xx + errors |
+|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|`)
   for (const target of targets) {
     const runs = samples.get(target)!
-    const base = samples.get(targets.find((t) => t.framework === target.framework && t.variant === 'none')!)!
+    const base = baselines.get(target)!
     const ratio = (metric: (s: Sample) => number) =>
       target.variant === 'none' ? '1' : median(runs.map((s, i) => metric(s) / metric(base[i]!))).toFixed(3)
-    const extraCpu = median(runs.map((s, i) => s.cpuPerRequest - base[i]!.cpuPerRequest)).toFixed(1)
+    const extraCpu =
+      target.variant === 'none' ? '0' : median(runs.map((s, i) => s.cpuPerRequest - base[i]!.cpuPerRequest)).toFixed(1)
     const rps = runs.map((s) => s.rps)
     const failures = runs.reduce((n, s) => n + s.non2xx + s.errors, 0)
     console.log(
-      `| ${target.framework} | ${label(target.variant)} | ${Math.round(median(rps))} | ${Math.round(Math.min(...rps))}–${Math.round(Math.max(...rps))} | ${ratio((s) => s.rps)} | ${median(runs.map((s) => s.cpuPerRequest)).toFixed(1)} | ${extraCpu} | ${ratio((s) => s.cpuPerRequest)} | ${median(runs.map((s) => s.p99))} | ${failures} |`,
+      `| ${target.framework} | ${label(target.variant)} | ${Math.round(median(rps))} | ${Math.round(Math.min(...rps))}–${Math.round(Math.max(...rps))} | ${ratio((s) => s.rps)} | ${median(runs.map((s) => s.cpuPerRequest)).toFixed(1)} | ${extraCpu} | ${ratio((s) => s.cpuPerRequest)} | ${ratio((s) => s.userPerRequest)} | ${median(runs.map((s) => s.p99))} | ${failures} |`,
     )
   }
 } finally {

@@ -44,7 +44,8 @@ const adapter: Adapter<Args> = {
 function writeHeaders(res: Response, headers: readonly HeaderEntry[]): void {
   if (res.headersSent) return
   for (const { name, value, append } of headers) {
-    if (append) res.append(name, value)
+    // res.append reads the header back and goes through res.set: only stack when there is one.
+    if (append && res.hasHeader(name)) res.append(name, value)
     else res.setHeader(name, value)
   }
 }

@@ -84,8 +84,10 @@ function adapterFor(options: AddressOptions): Adapter<Args> {
   }
 }
 
+const APPEND = { append: true }
+
 function writeHeaders(c: Context, headers: readonly HeaderEntry[]): void {
-  for (const { name, value, append } of headers) c.header(name, value, { append })
+  for (const { name, value, append } of headers) c.header(name, value, append ? APPEND : undefined)
 }
 
 async function deny(
@@ -114,8 +116,10 @@ async function deny(
  * which a header written after the handler would leave (about 3× the CPU per request).
  */
 function addMissingHeaders(c: Context, headers: readonly HeaderEntry[]): void {
-  const missing = headers.filter((h) => !c.res.headers.has(h.name))
-  if (missing.length > 0) writeHeaders(c, missing)
+  const present = c.res.headers
+  let missing: HeaderEntry[] | undefined
+  for (const header of headers) if (!present.has(header.name)) (missing ??= []).push(header)
+  if (missing) writeHeaders(c, missing)
 }
 
 /** Rate limits requests: `app.use(rateLimit({ limits: ['100/min', '2/s'] }))`. */
