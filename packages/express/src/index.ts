@@ -71,14 +71,14 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
   const middleware = (req: Request, res: Response, next: NextFunction): void => {
     handler
       .plan(req, res)
-      .then(async (plan) => {
+      .then((plan) => {
         if (plan.kind === 'skip') return next()
         req.rateLimit = plan.decision
         if (plan.kind === 'continue') {
           writeHeaders(res, plan.headers)
           return next()
         }
-        await deny(res, plan.status, plan.headers, plan.response)
+        return deny(res, plan.status, plan.headers, plan.response)
       })
       .catch(next)
   }
