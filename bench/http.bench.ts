@@ -22,7 +22,9 @@ const WARMUP_S = 2
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32)
 const FRAMEWORKS = (process.env.BENCH_FRAMEWORKS?.split(',') ?? Object.keys(VARIANTS)) as Framework[]
 /** Always includes `none`, the baseline of every ratio. */
-const ONLY_VARIANTS = process.env.BENCH_VARIANTS ? new Set(['none', ...process.env.BENCH_VARIANTS.split(',')]) : undefined
+const ONLY_VARIANTS = process.env.BENCH_VARIANTS
+  ? new Set(['none', ...process.env.BENCH_VARIANTS.split(',')])
+  : undefined
 
 interface Target {
   framework: Framework
@@ -147,7 +149,7 @@ try {
       const variants = targets.filter((t) => t.framework === framework && t !== none)
       let before = await measure(none, round)
       for (const target of rotate(variants, round)) {
-        const sample = await measure(target, round)
+        await measure(target, round)
         const after = await measure(none, round)
         baselines.get(target)!.push(meanSample(before, after))
         before = after

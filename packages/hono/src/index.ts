@@ -118,7 +118,11 @@ async function deny(
 function addMissingHeaders(c: Context, headers: readonly HeaderEntry[]): void {
   const present = c.res.headers
   let missing: HeaderEntry[] | undefined
-  for (const header of headers) if (!present.has(header.name)) (missing ??= []).push(header)
+  for (const header of headers) {
+    if (present.has(header.name)) continue
+    missing ??= []
+    missing.push(header)
+  }
   if (missing) writeHeaders(c, missing)
 }
 
