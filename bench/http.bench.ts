@@ -6,7 +6,7 @@
 //
 // Rows `noop` and `headers` are references (see VARIANTS in ./http/config.ts).
 //
-//   pnpm bench:http     # env: BENCH_RUNS=10 BENCH_DURATION=2 BENCH_CONNECTIONS=32
+//   pnpm bench:http     # env: BENCH_RUNS=8 BENCH_DURATION=2 BENCH_CONNECTIONS=32
 //                       #      BENCH_FRAMEWORKS=express,koa,hono BENCH_VARIANTS=none,sluice-1 (a subset)
 //                       #      BENCH_PIN=0 (no CPU pinning)
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
@@ -16,9 +16,15 @@ import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
 import { CLIENT_HEADER, CLIENTS, type Framework, LIMITS, VARIANTS, type Variant } from './http/config.js'
 
-const RUNS = Number(process.env.BENCH_RUNS ?? 10)
+const RUNS = Number(process.env.BENCH_RUNS ?? 8)
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 2)
 const WARMUP_S = 2
+/**
+ * Untimed load on a server just before each of its samples. The baseline runs every other slot
+ * and the rest idle for a minute in between; an idle V8 shrinks its heap, and the first second
+ * back costs more. Measured without this, a middleware that does nothing cost Express 15-60 %.
+ */
+const PRIME_S = 0.5
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32)
 const FRAMEWORKS = (process.env.BENCH_FRAMEWORKS?.split(',') ?? Object.keys(VARIANTS)) as Framework[]
 /** Always includes `none`, the baseline of every ratio. */
@@ -136,6 +142,7 @@ try {
   const samples = new Map<Target, Sample[]>(targets.map((t) => [t, []]))
   const baselines = new Map<Target, Sample[]>(targets.map((t) => [t, []]))
   const measure = async (target: Target, round: number) => {
+    await load(target, PRIME_S)
     const sample = await load(target, DURATION_S)
     samples.get(target)!.push(sample)
     console.error(
