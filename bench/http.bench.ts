@@ -192,6 +192,7 @@ ratios and differences: median over runs of (row ÷ or − the mean of the same 
 function label(variant: Variant): string {
   return {
     none: 'none',
+    control: 'control: none again, in another process',
     noop: 'reference: a middleware that does nothing',
     headers: 'reference: a middleware that sets 2 constant headers',
     'sluice-1': 'sluice, 1 policy',

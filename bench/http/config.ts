@@ -1,18 +1,19 @@
 // What the HTTP benchmark compares, shared by the runner (bench/http.bench.ts) and the servers.
 
 export type Framework = 'express' | 'koa' | 'hono'
-export type Variant = 'none' | 'noop' | 'headers' | 'sluice-1' | 'sluice-2' | 'quiet-1' | 'erl-1' | 'erl-2'
+export type Variant = 'none' | 'control' | 'noop' | 'headers' | 'sluice-1' | 'sluice-2' | 'quiet-1' | 'erl-1' | 'erl-2'
 
 /**
- * The variants each framework runs; express-rate-limit exists for Express only. `noop` and
- * `headers` are references, not limiters: what the framework charges for one middleware that does
- * nothing, and for one that only sets two constant headers shaped like sluice's, so that sluice's
- * own share of its cost can be told from the framework's.
+ * The variants each framework runs; express-rate-limit exists for Express only. `control`, `noop`
+ * and `headers` are references, not limiters. `control` is `none` again in another process: what
+ * it reads is the measurement's own error. `noop` and `headers` are what the framework charges for
+ * one middleware that does nothing, and for one that only sets two constant headers shaped like
+ * sluice's, so that sluice's own share of its cost can be told from the framework's.
  */
 export const VARIANTS: Record<Framework, readonly Variant[]> = {
-  express: ['none', 'noop', 'headers', 'sluice-1', 'sluice-2', 'quiet-1', 'erl-1', 'erl-2'],
-  koa: ['none', 'noop', 'headers', 'sluice-1', 'sluice-2', 'quiet-1'],
-  hono: ['none', 'noop', 'headers', 'sluice-1', 'sluice-2', 'quiet-1'],
+  express: ['none', 'control', 'noop', 'headers', 'sluice-1', 'sluice-2', 'quiet-1', 'erl-1', 'erl-2'],
+  koa: ['none', 'control', 'noop', 'headers', 'sluice-1', 'sluice-2', 'quiet-1'],
+  hono: ['none', 'control', 'noop', 'headers', 'sluice-1', 'sluice-2', 'quiet-1'],
 }
 
 /** What the `headers` reference middleware sets: sluice's draft-11 pair for one policy, as constants. */

@@ -27,7 +27,7 @@ if (variant === 'noop') {
   })
 } else if (isSluice(variant)) {
   middleware.push(rateLimit({ limits, headers: headersFor(variant), key: (req) => req.get(CLIENT_HEADER) ?? '' }))
-} else {
+} else if (variant === 'erl-1' || variant === 'erl-2') {
   // express-rate-limit takes one window per instance: one per policy, chained, as its users do.
   for (const { limit, window } of limits) {
     middleware.push(

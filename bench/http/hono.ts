@@ -3,7 +3,16 @@
 import { serve } from '@hono/node-server'
 import { rateLimit } from '@sluice/hono'
 import { Hono } from 'hono'
-import { BODY, CLIENT_HEADER, CONSTANT_HEADERS, headersFor, limitsFor, listening, variantArg } from './config.js'
+import {
+  BODY,
+  CLIENT_HEADER,
+  CONSTANT_HEADERS,
+  headersFor,
+  isSluice,
+  limitsFor,
+  listening,
+  variantArg,
+} from './config.js'
 
 const variant = variantArg('hono')
 const app = new Hono()
@@ -16,7 +25,7 @@ if (variant === 'noop') {
     for (const [name, value] of CONSTANT_HEADERS) c.header(name, value)
     await next()
   })
-} else if (variant !== 'none') {
+} else if (isSluice(variant)) {
   app.use(
     rateLimit({
       limits: limitsFor(variant),

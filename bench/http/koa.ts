@@ -3,7 +3,16 @@
 import type { AddressInfo } from 'node:net'
 import { rateLimit } from '@sluice/koa'
 import Koa from 'koa'
-import { BODY, CLIENT_HEADER, CONSTANT_HEADERS, headersFor, limitsFor, listening, variantArg } from './config.js'
+import {
+  BODY,
+  CLIENT_HEADER,
+  CONSTANT_HEADERS,
+  headersFor,
+  isSluice,
+  limitsFor,
+  listening,
+  variantArg,
+} from './config.js'
 
 const variant = variantArg('koa')
 const app = new Koa()
@@ -14,7 +23,7 @@ if (variant === 'noop') {
     for (const [name, value] of CONSTANT_HEADERS) ctx.set(name, value)
     return next()
   })
-} else if (variant !== 'none') {
+} else if (isSluice(variant)) {
   app.use(rateLimit({ limits: limitsFor(variant), headers: headersFor(variant), key: (ctx) => ctx.get(CLIENT_HEADER) }))
 }
 app.use((ctx) => {
