@@ -6,7 +6,7 @@
 //
 // Rows `noop` and `headers` are references (see VARIANTS in ./http/config.ts).
 //
-//   pnpm bench:http     # env: BENCH_RUNS=8 BENCH_DURATION=2 BENCH_CONNECTIONS=32
+//   pnpm bench:http     # env: BENCH_RUNS=6 BENCH_DURATION=2 BENCH_CONNECTIONS=32
 //                       #      BENCH_FRAMEWORKS=express,koa,hono BENCH_VARIANTS=none,sluice-1 (a subset)
 //                       #      BENCH_PIN=0 (no CPU pinning)
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
 import { CLIENT_HEADER, CLIENTS, type Framework, LIMITS, VARIANTS, type Variant } from './http/config.js'
 
-const RUNS = Number(process.env.BENCH_RUNS ?? 8)
+const RUNS = Number(process.env.BENCH_RUNS ?? 6)
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 2)
 const WARMUP_S = 2
 /**
@@ -24,7 +24,7 @@ const WARMUP_S = 2
  * and the rest idle for a minute in between; an idle V8 shrinks its heap, and the first second
  * back costs more. Measured without this, a middleware that does nothing cost Express 15-60 %.
  */
-const PRIME_S = 0.5
+const PRIME_S = 1
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32)
 const FRAMEWORKS = (process.env.BENCH_FRAMEWORKS?.split(',') ?? Object.keys(VARIANTS)) as Framework[]
 /** Always includes `none`, the baseline of every ratio. */
@@ -86,15 +86,39 @@ async function cpuUsage(child: ChildProcess): Promise<NodeJS.CpuUsage> {
   return usage
 }
 
-async function load(target: Target, duration: number): Promise<Sample> {
-  const before = await cpuUsage(target.child)
-  const result = await autocannon({ url: target.url, connections: CONNECTIONS, duration, requests })
+/**
+ * One autocannon run of `prime + duration` seconds; only the last `duration` seconds are sampled
+ * (responses counted, server CPU read at both ends). The first seconds are untimed on purpose, see
+ * PRIME_S, and one run instead of two spares autocannon's setup (about a second for 1 024 request
+ * templates) and its rounding of every run up to whole seconds.
+ */
+async function load(target: Target, prime: number, duration: number): Promise<Sample> {
+  let responses = 0
+  let counting = false
+  let before: NodeJS.CpuUsage | undefined
+  let started = 0
+  const run = new Promise<autocannon.Result>((resolve, reject) => {
+    const options = { url: target.url, connections: CONNECTIONS, duration: prime + duration, requests }
+    const instance = autocannon(options, (error, result) => (error ? reject(error) : resolve(result)))
+    instance.on('response', () => {
+      if (counting) responses++
+    })
+  })
+  const timer = setTimeout(async () => {
+    before = await cpuUsage(target.child)
+    counting = true
+    started = performance.now()
+  }, prime * 1000)
+  const result = await run
+  clearTimeout(timer)
   const after = await cpuUsage(target.child)
+  const seconds = (performance.now() - started) / 1000
+  if (!before || responses === 0) throw new Error(`${target.framework} ${target.variant}: nothing was sampled`)
   const user = after.user - before.user
   return {
-    rps: result.requests.average,
-    cpuPerRequest: (user + after.system - before.system) / result.requests.total,
-    userPerRequest: user / result.requests.total,
+    rps: responses / seconds,
+    cpuPerRequest: (user + after.system - before.system) / responses,
+    userPerRequest: user / responses,
     p99: result.latency.p99,
     non2xx: result.non2xx,
     errors: result.errors + result.timeouts,
@@ -133,7 +157,7 @@ try {
       if (!ONLY_VARIANTS || ONLY_VARIANTS.has(variant)) targets.push(await startServer(framework, variant))
     }
   }
-  for (const target of targets) await load(target, WARMUP_S)
+  for (const target of targets) await load(target, WARMUP_S, 1)
 
   // Each round visits every framework (order rotating) and, within it, measures the no-middleware
   // baseline before the first variant, between every two and after the last (variant order
@@ -142,8 +166,7 @@ try {
   const samples = new Map<Target, Sample[]>(targets.map((t) => [t, []]))
   const baselines = new Map<Target, Sample[]>(targets.map((t) => [t, []]))
   const measure = async (target: Target, round: number) => {
-    await load(target, PRIME_S)
-    const sample = await load(target, DURATION_S)
+    const sample = await load(target, PRIME_S, DURATION_S)
     samples.get(target)!.push(sample)
     console.error(
       `round ${round + 1}/${RUNS}  ${target.framework.padEnd(7)} ${target.variant.padEnd(8)} ${Math.round(sample.rps)} req/s  ${sample.cpuPerRequest.toFixed(1)} µs CPU/req`,
