@@ -192,20 +192,32 @@ HTTP hello world: ${RUNS} interleaved runs of ${DURATION_S} s per row (the basel
 limits: 1 policy = ${LIMITS[0].limit}/${LIMITS[0].window / 1000}s, 2 policies = that + ${LIMITS[1].limit}/${LIMITS[1].window / 1000}s (nothing is denied)
 node ${process.version}, ${cpus().length} × ${cpus()[0]?.model.trim()}, ${pinned ? 'server pinned to CPU 1, load generator to CPU 0' : 'not pinned'}
 ratios and differences: median over runs of (row ÷ or − the mean of the same framework's two no-middleware runs just before and after it)
+beyond control: median over runs of (row − its baseline) − (control − its baseline), and that as a share of the no-middleware CPU/req
 
-| framework | middleware | req/s (median) | min–max | req/s ÷ none | server CPU µs/req (median) | CPU µs/req − none | CPU/req ÷ none | user CPU/req ÷ none | p99 ms | non-2xx + errors |
-|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|`)
+| framework | middleware | req/s (median) | min–max | req/s ÷ none | server CPU µs/req (median) | CPU µs/req − none | CPU/req ÷ none | user CPU/req ÷ none | CPU µs/req beyond control | beyond control ÷ none | p99 ms | non-2xx + errors |
+|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|`)
+  /** Per run, a row's CPU µs/req over the baseline measured around it. */
+  const extraCpuPerRun = (target: Target) =>
+    samples.get(target)!.map((s, i) => s.cpuPerRequest - baselines.get(target)![i]!.cpuPerRequest)
   for (const target of targets) {
     const runs = samples.get(target)!
     const base = baselines.get(target)!
     const ratio = (metric: (s: Sample) => number) =>
       target.variant === 'none' ? '1' : median(runs.map((s, i) => metric(s) / metric(base[i]!))).toFixed(3)
-    const extraCpu =
-      target.variant === 'none' ? '0' : median(runs.map((s, i) => s.cpuPerRequest - base[i]!.cpuPerRequest)).toFixed(1)
+    const extraCpu = target.variant === 'none' ? '0' : median(extraCpuPerRun(target)).toFixed(1)
+    const control = targets.find((t) => t.framework === target.framework && t.variant === 'control')
+    const none = targets.find((t) => t.framework === target.framework && t.variant === 'none')!
+    const beyond =
+      control && target.variant !== 'none' && target !== control
+        ? median(extraCpuPerRun(target).map((extra, i) => extra - extraCpuPerRun(control)[i]!))
+        : undefined
+    const noneCpu = median(samples.get(none)!.map((s) => s.cpuPerRequest))
+    const beyondCells =
+      beyond === undefined ? '– | –' : `${beyond.toFixed(1)} | ${((100 * beyond) / noneCpu).toFixed(1)} %`
     const rps = runs.map((s) => s.rps)
     const failures = runs.reduce((n, s) => n + s.non2xx + s.errors, 0)
     console.log(
-      `| ${target.framework} | ${label(target.variant)} | ${Math.round(median(rps))} | ${Math.round(Math.min(...rps))}–${Math.round(Math.max(...rps))} | ${ratio((s) => s.rps)} | ${median(runs.map((s) => s.cpuPerRequest)).toFixed(1)} | ${extraCpu} | ${ratio((s) => s.cpuPerRequest)} | ${ratio((s) => s.userPerRequest)} | ${median(runs.map((s) => s.p99))} | ${failures} |`,
+      `| ${target.framework} | ${label(target.variant)} | ${Math.round(median(rps))} | ${Math.round(Math.min(...rps))}–${Math.round(Math.max(...rps))} | ${ratio((s) => s.rps)} | ${median(runs.map((s) => s.cpuPerRequest)).toFixed(1)} | ${extraCpu} | ${ratio((s) => s.cpuPerRequest)} | ${ratio((s) => s.userPerRequest)} | ${beyondCells} | ${median(runs.map((s) => s.p99))} | ${failures} |`,
     )
   }
 } finally {

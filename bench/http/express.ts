@@ -18,12 +18,13 @@ import {
 const variant = variantArg('express')
 const limits = limitsFor(variant)
 const middleware: RequestHandler[] = []
+// The references call next() a microtask later, as every asynchronous middleware (a limiter) does.
 if (variant === 'noop') {
-  middleware.push((_req, _res, next) => next())
+  middleware.push((_req, _res, next) => queueMicrotask(next))
 } else if (variant === 'headers') {
   middleware.push((_req, res, next) => {
     for (const [name, value] of CONSTANT_HEADERS) res.setHeader(name, value)
-    next()
+    queueMicrotask(next)
   })
 } else if (isSluice(variant)) {
   middleware.push(rateLimit({ limits, headers: headersFor(variant), key: (req) => req.get(CLIENT_HEADER) ?? '' }))
