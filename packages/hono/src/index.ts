@@ -116,6 +116,8 @@ async function deny(
  * which a header written after the handler would leave (about 3× the CPU per request).
  */
 function addMissingHeaders(c: Context, headers: readonly HeaderEntry[]): void {
+  // Even reading c.res.headers makes @hono/node-server build them and leave its fast path.
+  if (headers.length === 0) return
   const present = c.res.headers
   let missing: HeaderEntry[] | undefined
   for (const header of headers) {
