@@ -21,8 +21,9 @@ const DURATION_S = Number(process.env.BENCH_DURATION ?? 2)
 const WARMUP_S = 2
 /**
  * Untimed load on a server just before each of its samples. The baseline runs every other slot
- * and the rest idle for a minute in between; an idle V8 shrinks its heap, and the first second
- * back costs more. Measured without this, a middleware that does nothing cost Express 15-60 %.
+ * and the rest idle for a minute in between, and a server's first second back costs more: without
+ * this, a middleware that does nothing read 15-60 % dearer than no middleware on Express. Some of
+ * that bias remains (on Koa especially): the control row measures it.
  */
 const PRIME_S = 1
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32)
