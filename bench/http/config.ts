@@ -1,14 +1,26 @@
 // What the HTTP benchmark compares, shared by the runner (bench/http.bench.ts) and the servers.
 
 export type Framework = 'express' | 'koa' | 'hono'
-export type Variant = 'none' | 'sluice-1' | 'sluice-2' | 'quiet-1' | 'erl-1' | 'erl-2'
+export type Variant = 'none' | 'control' | 'noop' | 'headers' | 'sluice-1' | 'sluice-2' | 'quiet-1' | 'erl-1' | 'erl-2'
 
-/** The variants each framework runs; express-rate-limit exists for Express only. */
+/**
+ * The variants each framework runs; express-rate-limit exists for Express only. `control`, `noop`
+ * and `headers` are references, not limiters. `control` is `none` again in another process: what
+ * it reads is the measurement's own error. `noop` and `headers` are what the framework charges for
+ * one middleware that does nothing, and for one that only sets two constant headers shaped like
+ * sluice's, so that sluice's own share of its cost can be told from the framework's.
+ */
 export const VARIANTS: Record<Framework, readonly Variant[]> = {
-  express: ['none', 'sluice-1', 'sluice-2', 'quiet-1', 'erl-1', 'erl-2'],
-  koa: ['none', 'sluice-1', 'sluice-2', 'quiet-1'],
-  hono: ['none', 'sluice-1', 'sluice-2', 'quiet-1'],
+  express: ['none', 'control', 'noop', 'headers', 'sluice-1', 'sluice-2', 'quiet-1', 'erl-1', 'erl-2'],
+  koa: ['none', 'control', 'noop', 'headers', 'sluice-1', 'sluice-2', 'quiet-1'],
+  hono: ['none', 'control', 'noop', 'headers', 'sluice-1', 'sluice-2', 'quiet-1'],
 }
+
+/** What the `headers` reference middleware sets: sluice's draft-11 pair for one policy, as constants. */
+export const CONSTANT_HEADERS = [
+  ['RateLimit-Policy', '"1000000-per-1m";q=1000000;w=60'],
+  ['RateLimit', '"1000000-per-1m";r=999999;t=60'],
+] as const
 
 /**
  * High enough that nothing is denied: the benchmark measures deciding and writing headers, not
@@ -32,6 +44,9 @@ export function limitsFor(variant: Variant): (typeof LIMITS)[number][] {
   return LIMITS.slice(0, variant.endsWith('-2') ? 2 : variant.endsWith('-1') ? 1 : 0)
 }
 
+/** Whether a variant is one of sluice's rows (its `rateLimit()` middleware). */
+export const isSluice = (variant: Variant) => variant === 'sluice-1' || variant === 'sluice-2' || variant === 'quiet-1'
+
 /** The variant a server was started with (its first argument), checked against VARIANTS. */
 export function variantArg(framework: Framework): Variant {
   const variant = process.argv[2] as Variant
@@ -39,7 +54,11 @@ export function variantArg(framework: Framework): Variant {
   return variant
 }
 
-/** How a server tells the runner its port. */
+/**
+ * How a server tells the runner its port. It then answers every IPC message with its CPU time
+ * so far (`process.cpuUsage()`, µs, all threads): finer than /proc's clock ticks.
+ */
 export function listening(port: number): void {
+  process.on('message', () => process.send?.(process.cpuUsage()))
   console.log(`listening ${port}`)
 }

@@ -4,14 +4,31 @@ import type { AddressInfo } from 'node:net'
 import { rateLimit } from '@sluice/express'
 import express, { type RequestHandler } from 'express'
 import { rateLimit as expressRateLimit } from 'express-rate-limit'
-import { BODY, CLIENT_HEADER, headersFor, limitsFor, listening, variantArg } from './config.js'
+import {
+  BODY,
+  CLIENT_HEADER,
+  CONSTANT_HEADERS,
+  headersFor,
+  isSluice,
+  limitsFor,
+  listening,
+  variantArg,
+} from './config.js'
 
 const variant = variantArg('express')
 const limits = limitsFor(variant)
 const middleware: RequestHandler[] = []
-if (variant === 'sluice-1' || variant === 'sluice-2' || variant === 'quiet-1') {
+// The references call next() a microtask later, as every asynchronous middleware (a limiter) does.
+if (variant === 'noop') {
+  middleware.push((_req, _res, next) => queueMicrotask(next))
+} else if (variant === 'headers') {
+  middleware.push((_req, res, next) => {
+    for (const [name, value] of CONSTANT_HEADERS) res.setHeader(name, value)
+    queueMicrotask(next)
+  })
+} else if (isSluice(variant)) {
   middleware.push(rateLimit({ limits, headers: headersFor(variant), key: (req) => req.get(CLIENT_HEADER) ?? '' }))
-} else {
+} else if (variant === 'erl-1' || variant === 'erl-2') {
   // express-rate-limit takes one window per instance: one per policy, chained, as its users do.
   for (const { limit, window } of limits) {
     middleware.push(

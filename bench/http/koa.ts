@@ -3,12 +3,29 @@
 import type { AddressInfo } from 'node:net'
 import { rateLimit } from '@sluice/koa'
 import Koa from 'koa'
-import { BODY, CLIENT_HEADER, headersFor, limitsFor, listening, variantArg } from './config.js'
+import {
+  BODY,
+  CLIENT_HEADER,
+  CONSTANT_HEADERS,
+  headersFor,
+  isSluice,
+  limitsFor,
+  listening,
+  variantArg,
+} from './config.js'
 
 const variant = variantArg('koa')
 const app = new Koa()
-if (variant !== 'none')
+if (variant === 'noop') {
+  app.use(async (_ctx, next) => next())
+} else if (variant === 'headers') {
+  app.use(async (ctx, next) => {
+    for (const [name, value] of CONSTANT_HEADERS) ctx.set(name, value)
+    return next()
+  })
+} else if (isSluice(variant)) {
   app.use(rateLimit({ limits: limitsFor(variant), headers: headersFor(variant), key: (ctx) => ctx.get(CLIENT_HEADER) }))
+}
 app.use((ctx) => {
   ctx.body = BODY
 })

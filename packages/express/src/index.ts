@@ -55,7 +55,8 @@ const adapter: Adapter<Args> = {
 function writeHeaders(res: Response, headers: readonly HeaderEntry[]): void {
   if (res.headersSent) return
   for (const { name, value, append } of headers) {
-    if (append) res.append(name, value)
+    // res.append reads the header back and goes through res.set: only stack when there is one.
+    if (append && res.hasHeader(name)) res.append(name, value)
     else res.setHeader(name, value)
   }
 }
@@ -81,7 +82,7 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
   const middleware = (req: Request, res: Response, next: NextFunction): void => {
     handler
       .plan(req, res)
-      .then(async (plan) => {
+      .then((plan) => {
         if (plan.kind === 'skip') return next()
         req.rateLimit = plan.decision
         if (plan.kind === 'continue') {
@@ -89,7 +90,7 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
           if (plan.settle) onResponseDone(res, plan.settle)
           return next()
         }
-        await deny(res, plan.status, plan.headers, plan.response)
+        return deny(res, plan.status, plan.headers, plan.response)
       })
       .catch(next)
   }

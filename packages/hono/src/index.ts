@@ -44,7 +44,7 @@ export type RateLimitMiddleware = MiddlewareHandler<{ Variables: RateLimitVariab
 
 interface RuntimeEnv {
   /** @hono/node-server */
-  incoming?: { socket?: { remoteAddress?: string } }
+  incoming?: { socket?: { remoteAddress?: string }; headers?: Record<string, string | string[] | undefined> }
   /** Deno.serve's ServeHandlerInfo */
   remoteAddr?: { hostname?: string }
   /** Bun.serve's Server */
@@ -71,6 +71,16 @@ function onCloudflare(c: Context): boolean {
   return navigator?.userAgent === 'Cloudflare-Workers' || (typeof cf === 'object' && cf !== null)
 }
 
+/**
+ * Whether a proxy forwarded the request (Cloudflare's own edge aside). On Node, from the parsed
+ * headers: c.req.header() makes @hono/node-server build the request's whole Headers.
+ */
+function forwarded(c: Context): boolean {
+  const headers = (c.env as RuntimeEnv | undefined)?.incoming?.headers
+  if (headers) return headers['x-forwarded-for'] !== undefined
+  return !onCloudflare(c) && c.req.header('x-forwarded-for') !== undefined
+}
+
 function adapterFor(options: AddressOptions): Adapter<Args> {
   const { getConnInfo } = options
   if (getConnInfo !== undefined && typeof getConnInfo !== 'function') {
@@ -85,15 +95,17 @@ function adapterFor(options: AddressOptions): Adapter<Args> {
     // Hono has no proxy setting: its address is the connection's, or Cloudflare's CF-Connecting-IP.
     proxy: {
       trust: () => 'ignored',
-      forwarded: (c) => c.req.header('x-forwarded-for') !== undefined && !onCloudflare(c),
+      forwarded,
       setting: 'Hono (the runtime reports the connection peer)',
       advice: 'pass key: (c) => ipKey(<the address your proxy appends to X-Forwarded-For>)',
     },
   }
 }
 
+const APPEND = { append: true }
+
 function writeHeaders(c: Context, headers: readonly HeaderEntry[]): void {
-  for (const { name, value, append } of headers) c.header(name, value, { append })
+  for (const { name, value, append } of headers) c.header(name, value, append ? APPEND : undefined)
 }
 
 async function deny(
@@ -122,8 +134,16 @@ async function deny(
  * which a header written after the handler would leave (about 3× the CPU per request).
  */
 function addMissingHeaders(c: Context, headers: readonly HeaderEntry[]): void {
-  const missing = headers.filter((h) => !c.res.headers.has(h.name))
-  if (missing.length > 0) writeHeaders(c, missing)
+  // Even reading c.res.headers makes @hono/node-server build them and leave its fast path.
+  if (headers.length === 0) return
+  const present = c.res.headers
+  let missing: HeaderEntry[] | undefined
+  for (const header of headers) {
+    if (present.has(header.name)) continue
+    missing ??= []
+    missing.push(header)
+  }
+  if (missing) writeHeaders(c, missing)
 }
 
 /** Rate limits requests: `app.use(rateLimit({ limits: ['100/min', '2/s'] }))`. */

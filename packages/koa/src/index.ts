@@ -46,10 +46,15 @@ const adapter: Adapter<Args> = {
   },
 }
 
+/**
+ * `ctx.set`'s checks (a started response, a header name, a string value) without the arrays and
+ * closures it allocates per call; `ctx.append` only when there is a header to stack on.
+ */
 function writeHeaders(ctx: Context, headers: readonly HeaderEntry[]): void {
+  if (ctx.headerSent) return
   for (const { name, value, append } of headers) {
-    if (append) ctx.append(name, value)
-    else ctx.set(name, value)
+    if (append && ctx.res.hasHeader(name)) ctx.append(name, value)
+    else ctx.res.setHeader(name, value)
   }
 }
 

@@ -7,6 +7,7 @@ import {
   concurrencyHeaders,
   headerModeOption,
   rateLimitHeaders,
+  rateLimitHeaderWriter,
   retryAfterHeader,
   retryAfterSeconds,
   sfString,
@@ -41,6 +42,26 @@ describe('draft-11 headers', () => {
     const set = parsePolicies([{ limit: 5, window: 250 }])
     const d = toDecision('k', set.policies, [ok(4, 250)], 'store')
     expect(rateLimitHeaders(d, 'draft-11')[0]?.value).toBe('"5-per-250ms";q=5;w=1')
+  })
+})
+
+describe("a limiter's header writer", () => {
+  it('writes what rateLimitHeaders does, in every mode', () => {
+    for (const mode of ['draft-11', 'draft-7', 'draft-6', 'legacy', false] as const) {
+      const write = rateLimitHeaderWriter(policies, mode)
+      for (const decision of [admitted, denied]) {
+        expect(write(decision, 1_800_000_000_500)).toEqual(rateLimitHeaders(decision, mode, 1_800_000_000_500))
+      }
+    }
+  })
+
+  it('serialises the draft-11 RateLimit-Policy once, and a fresh list for each response', () => {
+    const write = rateLimitHeaderWriter(policies, 'draft-11')
+    const first = write(admitted)
+    const second = write(denied)
+    expect(second[0]).toBe(first[0])
+    expect(second[1]?.value).toBe('"100-per-1m";r=57;t=34, "2-per-1s";r=0;t=2')
+    expect(second).not.toBe(first)
   })
 })
 

@@ -51,7 +51,7 @@ export function resetSeconds(policy: PolicyDecision): number {
 }
 
 /** A window in whole seconds, rounded up and at least 1 (draft-11 `w` is non-zero). */
-function windowSeconds(policy: PolicyDecision): number {
+function windowSeconds(policy: Pick<PolicyDecision, 'window'>): number {
   return Math.max(1, Math.ceil(policy.window / 1000))
 }
 
@@ -82,13 +82,43 @@ export function rateLimitHeaders(
   mode: HeaderMode | false,
   now: number = Date.now(),
 ): HeaderEntry[] {
-  if (mode === false) return []
+  return rateLimitHeaderWriter(decision.policies, mode)(decision, now)
+}
+
+/** What a policy's headers say about it whatever the decision: its name, limit and window. */
+type PolicyShape = Pick<PolicyDecision, 'name' | 'limit' | 'window'>
+
+/**
+ * `rateLimitHeaders` for the decisions of one limiter, whose policies are given in the order its
+ * decisions list them. What depends on the policies alone (draft-11's whole RateLimit-Policy and
+ * each member's name) is serialised here, once, instead of on every response.
+ */
+export function rateLimitHeaderWriter(
+  policies: readonly PolicyShape[],
+  mode: HeaderMode | false,
+): (decision: Decision, now?: number) => HeaderEntry[] {
+  if (mode === false) return () => []
   if (mode === 'draft-11') {
-    const policy = decision.policies.map((p) => `${sfString(p.name)};q=${p.limit};w=${windowSeconds(p)}`).join(', ')
-    const state = decision.policies.map((p) => `${sfString(p.name)};r=${p.remaining};t=${resetSeconds(p)}`).join(', ')
-    return [entry('RateLimit-Policy', policy, true), entry('RateLimit', state, true)]
+    const policy = entry(
+      'RateLimit-Policy',
+      policies.map((p) => `${sfString(p.name)};q=${p.limit};w=${windowSeconds(p)}`).join(', '),
+      true,
+    )
+    const members = policies.map((p, i) => `${i > 0 ? ', ' : ''}${sfString(p.name)};r=`)
+    return (decision) => {
+      let state = ''
+      for (let i = 0; i < members.length; i++) {
+        const p = decision.policies[i] as PolicyDecision
+        state += `${members[i]}${p.remaining};t=${resetSeconds(p)}`
+      }
+      return [policy, entry('RateLimit', state, true)]
+    }
   }
-  const binding = decision.binding
+  return (decision, now = Date.now()) => bindingHeaders(decision.binding, mode, now)
+}
+
+/** Draft-7, draft-6 and legacy headers: they describe the binding policy only. */
+function bindingHeaders(binding: PolicyDecision, mode: Exclude<HeaderMode, 'draft-11'>, now: number): HeaderEntry[] {
   const limit = String(binding.limit)
   const remaining = String(binding.remaining)
   const reset = resetSeconds(binding)

@@ -88,6 +88,46 @@ describe('plan', () => {
     expect(second.response).toMatchObject({ contentType: 'application/problem+json' })
   })
 
+  it('runs skip, key and cost in order, whether each answers at once or with a promise', async () => {
+    const { store } = clock()
+    for (const async of [false, true]) {
+      const calls: string[] = []
+      const answer = <T>(name: string, value: T) => {
+        calls.push(name)
+        return async ? Promise.resolve(value) : value
+      }
+      const handler = build({
+        limits: '2/s',
+        store,
+        skip: (r) => answer('skip', r.user === 'vip'),
+        key: (r) => answer('key', `${async}:${r.user}`),
+        cost: () => answer('cost', 2),
+      })
+      expect(await handler.plan({ user: 'vip' })).toMatchObject({ kind: 'skip' })
+      expect(await handler.plan({ user: 'a' })).toMatchObject({ kind: 'continue', decision: { remaining: 0 } })
+      expect(await handler.plan({ user: 'a' })).toMatchObject({ kind: 'deny' })
+      expect(calls).toEqual(['skip', 'skip', 'key', 'cost', 'skip', 'key', 'cost'])
+    }
+  })
+
+  it('rejects, never throws, when an option throws, rejects or returns no cost', async () => {
+    const fails = (options: Partial<RateLimitOptions<Args, string>>) =>
+      build({ limits: '1/s', key: () => 'k', ...options }).plan({})
+    const thrown = new Error('thrown')
+    const rejected = new Error('rejected')
+    for (const name of ['skip', 'key', 'cost'] as const) {
+      await expect(
+        fails({
+          [name]: () => {
+            throw thrown
+          },
+        }),
+      ).rejects.toBe(thrown)
+      await expect(fails({ [name]: () => Promise.reject(rejected) })).rejects.toBe(rejected)
+    }
+    await expect(fails({ cost: () => Promise.resolve(undefined as never) })).rejects.toThrow(ConfigError)
+  })
+
   it('fails a request without an address with a ClientAddressError', async () => {
     await expect(build({ limits: '1/s' }).plan({})).rejects.toThrow(/request\.ip is undefined.*Pass a key function/)
     await expect(build({ limits: '1/s' }).plan({ ip: 'unknown' })).rejects.toThrow(/request\.ip is "unknown"/)

@@ -8,7 +8,7 @@ import {
   type HeaderMode,
   type HeadersOption,
   headerModeOption,
-  rateLimitHeaders,
+  rateLimitHeaderWriter,
   retryAfterHeader,
 } from './headers.js'
 import {
@@ -87,36 +87,72 @@ export function createRateLimitHandler<A extends unknown[], R>(
   const common = parseCommon<A, Decision, R>(raw, adapter)
   const limiter = limiterOf(options)
   const headers = headerModeOption(options.headers)
+  const headersFor = rateLimitHeaderWriter(limiter.policies, headers)
   const cost = costOf(options.cost, limiter)
   const refundRule = refundRuleOf(options, limiter, adapter)
+  const fixedCost = typeof cost === 'number' ? { cost } : undefined
   const { key, skip, statusCode, dryRun } = common
+
+  const consume = (args: A, requestKey: string, units: unknown): Promise<RateLimitPlan<R>> => {
+    // The limiter reads a missing cost as 1: a function that returns nothing is a bug to report.
+    if (typeof units !== 'number') throw new ConfigError('cost', units, 'must return a number of units')
+    return limiter
+      .consume(requestKey, fixedCost ?? { cost: units })
+      .then((decision) => planFor(args, requestKey, units, decision))
+  }
+
+  const planFor = (
+    args: A,
+    requestKey: string,
+    units: number,
+    decision: Decision,
+  ): RateLimitPlan<R> | Promise<RateLimitPlan<R>> => {
+    const entries = headersFor(decision)
+    if (decision.allowed || dryRun) {
+      const delay = dryRun ? 0 : decision.delay
+      // Only what the store took can be given back: not a fallback's count, not an error's admission.
+      const settle =
+        refundRule && decision.allowed && decision.source === 'store'
+          ? settlerOf(limiter, requestKey, units, refundRule, args)
+          : undefined
+      const plan = { kind: 'continue', decision, headers: entries, delay, settle } as const
+      return delay > 0 ? sleep(delay).then(() => plan) : plan
+    }
+    entries.push(retryAfterHeader(decision.retryAfter))
+    return denialResponse(common, args, decision, () => rateLimitProblem(decision, statusCode)).then((response) => ({
+      kind: 'deny',
+      decision,
+      status: statusCode,
+      headers: entries,
+      response,
+    }))
+  }
 
   return {
     limiter,
     headers,
-    async plan(...args) {
-      if (skip && (await skip(...args))) return SKIP
-      const requestKey = await key(...args)
-      const units = typeof cost === 'function' ? await cost(...args) : cost
-      // The limiter reads a missing cost as 1: a function that returns nothing is a bug to report.
-      if (typeof units !== 'number') throw new ConfigError('cost', units, 'must return a number of units')
-      const decision = await limiter.consume(requestKey, { cost: units })
-      const entries = rateLimitHeaders(decision, headers)
-      if (decision.allowed || dryRun) {
-        const delay = dryRun ? 0 : decision.delay
-        if (delay > 0) await sleep(delay)
-        // Only what the store took can be given back: not a fallback's count, not an error's admission.
-        const settle =
-          refundRule && decision.allowed && decision.source === 'store'
-            ? settlerOf(limiter, requestKey, units, refundRule, args)
-            : undefined
-        return { kind: 'continue', decision, headers: entries, delay, settle }
+    // Not async, and chained only where an option returns a promise: with synchronous options (the
+    // usual case) a request costs one promise hop, the limiter's, instead of one per option.
+    plan(...args) {
+      try {
+        const plan = andThen(skip ? skip(...args) : false, (skipped) =>
+          skipped
+            ? SKIP
+            : andThen(key(...args), (requestKey) =>
+                andThen(typeof cost === 'function' ? cost(...args) : cost, (units) => consume(args, requestKey, units)),
+              ),
+        )
+        return Promise.resolve(plan)
+      } catch (error) {
+        return Promise.reject(error)
       }
-      entries.push(retryAfterHeader(decision.retryAfter))
-      const response = await denialResponse(common, args, decision, () => rateLimitProblem(decision, statusCode))
-      return { kind: 'deny', decision, status: statusCode, headers: entries, response }
     },
   }
+}
+
+/** `next(value)`: at once for a plain value, once settled for a thenable. */
+function andThen<T, U>(value: Awaitable<T>, next: (value: T) => U | Promise<U>): U | Promise<U> {
+  return isThenable(value) ? Promise.resolve(value).then(next) : next(value)
 }
 
 function limiterOf(options: RateLimitOptions<unknown[], unknown>): Limiter {
