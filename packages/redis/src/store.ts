@@ -21,9 +21,10 @@ export interface RedisStoreOptions {
    */
   now?: () => number
   /**
-   * Decisions that arrive while a script call is in flight are decided together, in arrival
-   * order, by one script call at the end of the event-loop turn. Default on, up to 16 decisions
-   * per call; `false` sends each decision on its own.
+   * Decisions that arrive while a script call is in flight go together, up to `maxBatch` (default
+   * 16) per script call, decided in arrival order, each still atomic; on a Cluster only those of
+   * one client key. A decision with nothing in flight goes at once. Default on; `false` sends
+   * every decision on its own.
    */
   coalesce?: boolean | { maxBatch?: number }
 }
@@ -31,7 +32,7 @@ export interface RedisStoreOptions {
 const SHA = createHash('sha1').update(DECIDE_LUA).digest('hex')
 const DEFAULT_DENIED_CACHE_KEYS = 10_000
 const DEFAULT_MAX_BATCH = 16
-/** A script blocks Redis while it runs: about 5 µs per decision and policy here. */
+/** A script blocks Redis while it runs (a few µs per decision and policy), so batches stay short. */
 const MAX_BATCH_LIMIT = 1000
 /** Bytes per policy in a script reply (five doubles), after the leading all-allowed flag. */
 const REPLY_STRIDE = 40
@@ -215,8 +216,8 @@ export class RedisStore implements Store {
   /**
    * EVALSHA, and EVAL only when the node answers NOSCRIPT (a new Cluster shard, a restart, SCRIPT
    * FLUSH). NOSCRIPT means the script did not run (no decision of the batch), so the retry never
-   * counts a request twice;
-   * on a Cluster both go to the node owning the key's slot, so every node heals itself.
+   * counts a request twice; on a Cluster both go to the node owning the key's slot, so every node
+   * heals itself.
    */
   async #eval(keys: string[], args: (Buffer | string)[]): Promise<Buffer> {
     try {
