@@ -16,16 +16,22 @@ function itemsOf(value: unknown): number {
   return Number.isSafeInteger(n) ? Math.min(Math.max(n, 1), MAX_ITEMS) : 1
 }
 
+/** The demo account (user `demo`, password `sluice`), sent as HTTP Basic auth; a real app checks a password hash. */
+const DEMO_LOGIN = `Basic ${btoa('demo:sluice')}`
+
 const app = new Hono()
 
 app.get('/', (c) => c.json({ hello: 'world', routes: ['POST /login', 'GET /api/items?items=N', 'GET /slow'] }))
 
-// Brute-force protection: 5 attempts a minute and at most 1 a second, per client IP as the
+// Brute-force protection: 5 failed attempts a minute and at most 1 a second, per client IP as the
 // runtime reports it (the socket on Node, CF-Connecting-IP on Workers; X-Forwarded-For is never
-// trusted by default).
-app.post('/login', rateLimit({ limits: ['5/min', '1/s'] }), (c) =>
-  c.json({ ok: true, attemptsLeftThisMinute: c.get('rateLimit')?.policies[0]?.remaining }),
-)
+// trusted by default). A successful login is given back (skipSuccessfulRequests): only failures count.
+app.post('/login', rateLimit({ limits: ['5/min', '1/s'], skipSuccessfulRequests: true }), (c) => {
+  if (c.req.header('authorization') !== DEMO_LOGIN) {
+    return c.json({ ok: false, failedAttemptsLeftThisMinute: c.get('rateLimit')?.policies[0]?.remaining }, 401)
+  }
+  return c.json({ ok: true })
+})
 
 // A quota of 200 items a minute per client: `?items=20` takes 20 units, `?items=1` takes one.
 app.get(

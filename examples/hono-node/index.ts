@@ -6,7 +6,8 @@ serve({ fetch: app.fetch, port: Number(process.env.PORT ?? 3000) }, (info) => {
   console.log(`sluice Hono (Node) example listening on ${url}
 Try:
   curl -i ${url}/
-  for i in 1 2 3; do curl -si -X POST ${url}/login | head -n 1; done   # the 2nd within a second is 429
+  for i in 1 2 3; do curl -si -X POST -u demo:sluice ${url}/login | head -n 1; done   # 200s: successes don't count
+  for i in 1 2 3; do curl -si -X POST ${url}/login | head -n 1; done   # 401, then 429 within the second
   curl -i -X POST ${url}/login                                          # RateLimit and RateLimit-Policy headers
   curl -i '${url}/api/items?items=40'                                   # takes 40 of 200 units a minute
   for i in 1 2 3; do curl -s ${url}/slow & done; wait                   # the third concurrent call is 429`)

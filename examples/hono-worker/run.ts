@@ -28,7 +28,8 @@ console.log(`sluice Hono example running in workerd (Miniflare) on ${url}
 Requests from this machine arrive with CF-Connecting-IP 127.0.0.1; send your own to act as another client.
 Try:
   curl -i ${url}/
-  for i in 1 2 3; do curl -si -X POST ${url}/login | head -n 1; done   # the 2nd within a second is 429
+  for i in 1 2 3; do curl -si -X POST -u demo:sluice ${url}/login | head -n 1; done   # 200s: successes don't count
+  for i in 1 2 3; do curl -si -X POST ${url}/login | head -n 1; done   # 401, then 429 within the second
   curl -i -X POST -H 'CF-Connecting-IP: 203.0.113.7' ${url}/login      # another client, its own quota
   curl -i '${url}/api/items?items=40'                                   # takes 40 of 200 units a minute
   for i in 1 2 3; do curl -s ${url}/slow & done; wait                   # the third concurrent call is 429`)

@@ -13,6 +13,9 @@ function itemsOf(value: unknown): number {
   return Number.isSafeInteger(n) ? Math.min(Math.max(n, 1), MAX_ITEMS) : 1
 }
 
+/** The demo account (user `demo`, password `sluice`), sent as HTTP Basic auth; a real app checks a password hash. */
+const DEMO_LOGIN = `Basic ${btoa('demo:sluice')}`
+
 // Behind a reverse proxy, set `proxy: true` (and `maxIpsCount` to the proxy hops) so that
 // ctx.ip, and with it the rate-limit key, is the client's address rather than the proxy's.
 const app = new Koa({ proxy: false })
@@ -22,9 +25,15 @@ router.get('/', (ctx) => {
   ctx.body = { hello: 'world', routes: ['POST /login', 'GET /api/items?items=N', 'GET /slow'] }
 })
 
-// Brute-force protection: 5 attempts a minute and at most 1 a second, per client IP.
-router.post('/login', rateLimit({ limits: ['5/min', '1/s'] }), (ctx) => {
-  ctx.body = { ok: true, attemptsLeftThisMinute: ctx.state.rateLimit?.policies[0]?.remaining }
+// Brute-force protection: 5 failed attempts a minute and at most 1 a second, per client IP. A
+// successful login is given back once answered (skipSuccessfulRequests), so only failures count.
+router.post('/login', rateLimit({ limits: ['5/min', '1/s'], skipSuccessfulRequests: true }), (ctx) => {
+  if (ctx.get('authorization') !== DEMO_LOGIN) {
+    ctx.status = 401
+    ctx.body = { ok: false, failedAttemptsLeftThisMinute: ctx.state.rateLimit?.policies[0]?.remaining }
+    return
+  }
+  ctx.body = { ok: true }
 })
 
 // A quota of 200 items a minute per client: `?items=20` takes 20 units, `?items=1` takes one.
@@ -57,7 +66,8 @@ const server = app.listen(Number(process.env.PORT ?? 3000), () => {
   console.log(`sluice Koa example listening on ${url}
 Try:
   curl -i ${url}/
-  for i in 1 2 3; do curl -si -X POST ${url}/login | head -n 1; done   # the 2nd within a second is 429
+  for i in 1 2 3; do curl -si -X POST -u demo:sluice ${url}/login | head -n 1; done   # 200s: successes don't count
+  for i in 1 2 3; do curl -si -X POST ${url}/login | head -n 1; done   # 401, then 429 within the second
   curl -i -X POST ${url}/login                                          # RateLimit and RateLimit-Policy headers
   curl -i '${url}/api/items?items=40'                                   # takes 40 of 200 units a minute
   for i in 1 2 3; do curl -s ${url}/slow & done; wait                   # the third concurrent call is 429`)

@@ -1,4 +1,13 @@
-import { ConfigError, createLimiter, type Decision, MemoryStore, QUOTA_EXCEEDED } from '@sluice/core'
+import {
+  ConfigError,
+  createLimiter,
+  type Decision,
+  type Limiter,
+  MemoryStore,
+  QUOTA_EXCEEDED,
+  SketchStore,
+  type Store,
+} from '@sluice/core'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { type App, type AppSpec, type Harness, harnesses, type Reply } from './harness.js'
 
@@ -38,6 +47,13 @@ async function eventually(check: () => Promise<boolean>, timeout = 3000): Promis
     await new Promise((resolve) => setTimeout(resolve, 20))
   }
 }
+
+/** The `r` of the only member of a draft-11 RateLimit header. */
+const remainingOf = (reply: Reply) => Number(/;r=(\d+)/.exec(reply.headers.ratelimit ?? '')?.[1])
+
+/** Waits for a refund, which may land just after the response that caused it. */
+const refunded = (limiter: Limiter, key: string, remaining: number) =>
+  eventually(async () => (await limiter.peek(key)).remaining === remaining)
 
 interface Case {
   name: string
@@ -485,6 +501,123 @@ const cases: Case[] = [
     },
   },
   {
+    name: 'skipSuccessfulRequests: successful logins give their unit back, failed ones count up to the 429',
+    async run(h) {
+      const limiter = createLimiter({ limits: '3/min', store: clocked().store })
+      const spec = {
+        use: [h.rateLimit({ limiter, skipSuccessfulRequests: true })],
+        routes: [{ path: '/ok' }, { path: '/wrong', handler: { status: 401 } }],
+      }
+      await withApp(h, spec, async (app) => {
+        for (let i = 0; i < 5; i++) {
+          const reply = await app.get('/ok')
+          expect(reply.status).toBe(200)
+          // The header tells what this request took; it is given back once the response is done.
+          expect(remainingOf(reply)).toBe(2)
+          await refunded(limiter, '127.0.0.1', 3)
+        }
+        for (const remaining of [2, 1, 0]) {
+          const reply = await app.get('/wrong')
+          expect(reply.status).toBe(401)
+          expect(remainingOf(reply)).toBe(remaining)
+        }
+        const denied = await app.get('/ok')
+        expect(denied.status).toBe(429)
+        expect(denied.headers['retry-after']).toBeDefined()
+        expect((await app.get('/wrong')).status).toBe(429)
+        expect(app.handled).toBe(8)
+        expect((await limiter.peek('127.0.0.1')).remaining).toBe(0)
+      })
+    },
+  },
+  {
+    name: 'skipFailedRequests: a thrown error and a 500 give their unit back, successes count',
+    async run(h) {
+      const limiter = createLimiter({ limits: '2/min', store: clocked().store })
+      const spec = {
+        use: [h.rateLimit({ limiter, skipFailedRequests: true })],
+        routes: [
+          { path: '/ok' },
+          { path: '/throw', handler: 'throw' as const },
+          { path: '/fail', handler: { status: 500 } },
+        ],
+      }
+      await withApp(h, spec, async (app) => {
+        for (let i = 0; i < 3; i++) {
+          const thrown = await app.get('/throw')
+          expect(thrown.status).toBe(500)
+          expect(remainingOf(thrown)).toBe(1)
+          await refunded(limiter, '127.0.0.1', 2)
+          expect((await app.get('/fail')).status).toBe(500)
+          await refunded(limiter, '127.0.0.1', 2)
+        }
+        expect(remainingOf(await app.get('/ok'))).toBe(1)
+        expect(remainingOf(await app.get('/ok'))).toBe(0)
+        expect((await app.get('/throw')).status).toBe(429)
+        expect(app.handled).toBe(8)
+      })
+    },
+  },
+  {
+    name: 'requestWasSuccessful decides what counts as a success, and may be async',
+    async run(h) {
+      const limiter = createLimiter({ limits: '2/min', store: clocked().store })
+      // A login that answers 401 worked as designed: only server errors are failures here.
+      const requestWasSuccessful = async (r: { status(): number }) => r.status() < 500
+      const spec = {
+        use: [h.rateLimit({ limiter, skipSuccessfulRequests: true, requestWasSuccessful })],
+        routes: [
+          { path: '/wrong', handler: { status: 401 } },
+          { path: '/fail', handler: { status: 500 } },
+        ],
+      }
+      await withApp(h, spec, async (app) => {
+        for (let i = 0; i < 3; i++) {
+          expect((await app.get('/wrong')).status).toBe(401)
+          await refunded(limiter, '127.0.0.1', 2)
+        }
+        expect(remainingOf(await app.get('/fail'))).toBe(1)
+        expect(remainingOf(await app.get('/fail'))).toBe(0)
+        expect((await app.get('/wrong')).status).toBe(429)
+      })
+    },
+  },
+  {
+    name: 'dryRun with skipSuccessfulRequests gives back what admitted requests took, as the real limit would',
+    async run(h) {
+      const limiter = createLimiter({ limits: '1/min', store: clocked().store })
+      const spec = {
+        use: [h.rateLimit({ limiter, skipSuccessfulRequests: true, dryRun: true })],
+        routes: [{ path: '/ok' }, { path: '/wrong', handler: { status: 401 } }],
+      }
+      await withApp(h, spec, async (app) => {
+        for (let i = 0; i < 3; i++) {
+          expect(decisionOf(await app.get('/ok'))?.allowed).toBe(true)
+          await refunded(limiter, '127.0.0.1', 1)
+        }
+        expect(remainingOf(await app.get('/wrong'))).toBe(0)
+        // Over the limit: let through, having taken nothing, so nothing is given back.
+        const over = await app.get('/ok')
+        expect(over.status).toBe(200)
+        expect(decisionOf(over)?.allowed).toBe(false)
+        expect(remainingOf(await app.get('/wrong'))).toBe(0)
+      })
+    },
+  },
+  {
+    name: 'skip options reject bad values and a store that cannot refund, naming the field',
+    async run(h) {
+      expect(() => h.rateLimit({ limits: '1/s', skipSuccessfulRequests: 'yes' as never })).toThrow(
+        /^skipSuccessfulRequests must be true or false, got "yes"$/,
+      )
+      expect(() => h.rateLimit({ limits: '1/s', requestWasSuccessful: () => true })).toThrow(
+        /requestWasSuccessful does nothing without skipSuccessfulRequests or skipFailedRequests/,
+      )
+      const sketch = createLimiter({ limits: '10/s', store: new SketchStore() })
+      expect(() => h.rateLimit({ limiter: sketch, skipFailedRequests: true })).toThrow(/store that can refund/)
+    },
+  },
+  {
     name: 'concurrencyLimit frees the slot when each response finishes',
     async run(h) {
       const spec = { routes: [{ path: '/', use: [h.concurrencyLimit({ limit: 1 })] }] }
@@ -598,6 +731,116 @@ describe.each(harnesses.filter((h) => h.name !== 'hono'))('@sluice/$name on a re
       expect(app.handled).toBe(1)
     })
   })
+})
+
+describe.each(harnesses.filter((h) => h.name !== 'hono'))('@sluice/$name with a client that goes away', (h) => {
+  const never = new Promise<void>(() => {})
+  const routes = [{ path: '/hang', handler: { stream: never } }, { path: '/ok' }]
+
+  it('skipFailedRequests gives back a response the client abandoned', async () => {
+    const limiter = createLimiter({ limits: '1/min', store: clocked().store })
+    await withApp(h, { use: [h.rateLimit({ limiter, skipFailedRequests: true })], routes }, async (app) => {
+      const abort = await app.openAndAbort('/hang')
+      expect((await limiter.peek('127.0.0.1')).remaining).toBe(0)
+      abort()
+      await refunded(limiter, '127.0.0.1', 1)
+      expect((await app.get('/ok')).status).toBe(200)
+    })
+  })
+
+  it('skipFailedRequests gives back a request whose client left while the store was deciding', async () => {
+    const memory = clocked().store
+    const asked = deferred()
+    const answer = deferred()
+    const counted = deferred()
+    const slow: Store = {
+      consume: async (key, set, cost) => {
+        asked.resolve()
+        await answer.promise
+        const outcomes = memory.consume(key, set, cost)
+        counted.resolve()
+        return outcomes
+      },
+      peek: (key, set) => memory.peek(key, set),
+      reset: (key, set) => memory.reset(key, set),
+      refund: (key, set, cost) => memory.refund(key, set, cost),
+    }
+    const limiter = createLimiter({ limits: '1/min', store: slow })
+    await withApp(h, { use: [h.rateLimit({ limiter, skipFailedRequests: true })], routes }, async (app) => {
+      await app.abortWhen('/ok', asked.promise)
+      // Whether or not the server has seen the close yet, the request must end up given back.
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      answer.resolve()
+      await counted.promise
+      await refunded(limiter, '127.0.0.1', 1)
+    })
+  })
+
+  it('skipSuccessfulRequests still counts an abandoned response, even one that had sent 200', async () => {
+    const limiter = createLimiter({ limits: '2/min', store: clocked().store })
+    await withApp(h, { use: [h.rateLimit({ limiter, skipSuccessfulRequests: true })], routes }, async (app) => {
+      const abort = await app.openAndAbort('/hang')
+      abort()
+      expect(remainingOf(await app.get('/ok'))).toBe(0)
+      await refunded(limiter, '127.0.0.1', 1)
+      expect((await app.get('/ok')).status).toBe(200)
+    })
+  })
+})
+
+describe.each(harnesses)('@sluice/$name proxy checks', (h) => {
+  const forwarded = { 'x-forwarded-for': '198.51.100.66' }
+  const warnings = () => vi.spyOn(console, 'warn').mockImplementation(() => {})
+  afterEach(() => {
+    vi.restoreAllMocks()
+  })
+
+  it('warns once when X-Forwarded-For arrives at an app that does not trust proxies', async () => {
+    const warn = warnings()
+    const spec = { use: [h.rateLimit({ limits: '10/min' })], routes: [{ path: '/' }] }
+    await withApp(h, spec, async (app) => {
+      expect((await app.get('/')).status).toBe(200)
+      expect(warn).not.toHaveBeenCalled()
+      expect((await app.get('/', forwarded)).status).toBe(200)
+      expect((await app.get('/', forwarded)).status).toBe(200)
+    })
+    expect(warn).toHaveBeenCalledTimes(1)
+    expect(warn.mock.calls[0]?.[0]).toMatch(/^\[sluice\] SLUICE_UNTRUSTED_PROXY: .*shares one limit.*validate: false/)
+  })
+
+  it('checks nothing with validate: false or a key of your own', async () => {
+    const warn = warnings()
+    const spec = {
+      use: [h.rateLimit({ limits: '10/min', validate: false }), h.rateLimit({ limits: '20/min', key: () => 'k' })],
+      routes: [{ path: '/' }],
+    }
+    await withApp(h, spec, async (app) => {
+      expect((await app.get('/', forwarded)).status).toBe(200)
+    })
+    expect(warn).not.toHaveBeenCalled()
+    expect(() => h.rateLimit({ limits: '10/min', validate: 'no' as unknown as boolean })).toThrow(
+      /^validate must be true or false, got "no"$/,
+    )
+  })
+
+  // Hono has no proxy setting to get wrong: its key is the connection's peer (or Cloudflare's header).
+  it.skipIf(h.name === 'hono')(
+    'warns once when the app trusts every X-Forwarded-For entry, not a set number',
+    async () => {
+      const warn = warnings()
+      for (const trustProxy of [true, 'all'] as const) {
+        const spec = { trustProxy, use: [h.rateLimit({ limits: '10/min' })], routes: [{ path: '/' }] }
+        await withApp(h, spec, async (app) => {
+          expect((await app.get('/', forwarded)).status).toBe(200)
+          expect((await app.get('/')).status).toBe(200)
+        })
+      }
+      expect(warn).toHaveBeenCalledTimes(1)
+      expect(warn.mock.calls[0]?.[0]).toMatch(
+        /^\[sluice\] SLUICE_PERMISSIVE_TRUST_PROXY: .*any client can take a fresh limit/,
+      )
+    },
+  )
 })
 
 afterEach(() => {

@@ -18,6 +18,8 @@ import request from 'supertest'
 /** What option functions see of a request, whichever the framework. */
 export interface Req {
   header(name: string): string | undefined
+  /** The response status as it stands (final once the response is done). */
+  status(): number
 }
 
 /** What a custom onLimited answers, written by each framework its own way. */
@@ -26,9 +28,10 @@ export interface Custom {
   body: unknown
 }
 
-type Neutral<O, I> = Omit<O, 'key' | 'skip' | 'cost' | 'message' | 'onLimited'> & {
+type Neutral<O, I> = Omit<O, 'key' | 'skip' | 'cost' | 'message' | 'onLimited' | 'requestWasSuccessful'> & {
   key?: (r: Req) => string
   skip?: (r: Req) => boolean
+  requestWasSuccessful?: (r: Req) => boolean | Promise<boolean>
   cost?: number | ((r: Req) => number)
   message?: string | object | ((r: Req, info: I) => string | object)
   onLimited?: (r: Req, info: I) => Custom
@@ -45,12 +48,17 @@ export type Handler =
   | 'throw'
   /** 200 with the plain text "handled", setting no header (for a response already started). */
   | 'text'
+  /** This status with `{ status }` as the body (a login that fails with 401, a 500). */
+  | { status: number }
   /** Writes "a", signals `entered`, waits for `gate`, writes "b" and ends. */
   | { stream: Promise<void>; entered?: () => void }
 
 export interface AppSpec {
-  /** Trust exactly one proxy hop, so the right-most X-Forwarded-For entry is the client. */
-  trustProxy?: boolean
+  /**
+   * true: trust exactly one proxy hop, so the right-most X-Forwarded-For entry is the client.
+   * 'all' (Express and Koa): trust every entry, so the left-most, client-written one is.
+   */
+  trustProxy?: boolean | 'all'
   /** Pretend the framework cannot tell the client's address. */
   noAddress?: boolean
   /** Send the status and headers before any limiter runs (Express and Koa only). */
@@ -72,6 +80,8 @@ export interface App {
   head(path: string): Promise<Omit<Reply, 'body' | 'text'>>
   /** Starts a GET, resolves once the first body bytes arrive, and returns a function that aborts it. */
   openAndAbort(path: string): Promise<() => void>
+  /** Starts a GET and aborts it, before any answer, once `when` resolves. */
+  abortWhen(path: string, when: Promise<void>): Promise<void>
   /** Requests handled by a route handler (so a denial that let one through shows up). */
   readonly handled: number
   close(): Promise<void>
@@ -91,11 +101,14 @@ function convert<O extends Neutral<object, I>, I, Args extends unknown[], R>(
   reqOf: (...args: Args) => Req,
   custom: (args: Args, out: Custom) => R,
 ) {
-  const { key, skip, cost, message, onLimited, ...rest } = options
+  const { key, skip, cost, message, onLimited, requestWasSuccessful, ...rest } = options
   return {
     ...rest,
     ...(key && { key: (...args: Args) => key(reqOf(...args)) }),
     ...(skip && { skip: (...args: Args) => skip(reqOf(...args)) }),
+    ...(requestWasSuccessful && {
+      requestWasSuccessful: (...args: Args) => requestWasSuccessful(reqOf(...args)),
+    }),
     ...(cost !== undefined && {
       cost: typeof cost === 'number' ? cost : (...args: Args) => cost(reqOf(...args)),
     }),
@@ -145,6 +158,12 @@ function client(server: Server, counter: { handled: number }): App {
         })
       })
     },
+    async abortWhen(path, when) {
+      const outgoing = get({ host: '127.0.0.1', port, path })
+      outgoing.on('error', () => {})
+      await when
+      outgoing.destroy()
+    },
     get handled() {
       return counter.handled
     },
@@ -171,7 +190,10 @@ export const expressHarness: Harness = {
       sluiceExpress.rateLimit(
         convert(
           options,
-          (req: express.Request, _res: express.Response) => ({ header: (n: string) => req.get(n) }),
+          (req: express.Request, res: express.Response) => ({
+            header: (n: string) => req.get(n),
+            status: () => res.statusCode,
+          }),
           ([, res], out) => res.status(out.status ?? res.statusCode).json(out.body),
         ),
       ),
@@ -181,7 +203,10 @@ export const expressHarness: Harness = {
       sluiceExpress.concurrencyLimit(
         convert(
           options,
-          (req: express.Request, _res: express.Response) => ({ header: (n: string) => req.get(n) }),
+          (req: express.Request, res: express.Response) => ({
+            header: (n: string) => req.get(n),
+            status: () => res.statusCode,
+          }),
           ([, res], out) => res.status(out.status ?? res.statusCode).json(out.body),
         ),
       ),
@@ -189,7 +214,7 @@ export const expressHarness: Harness = {
   async app(spec) {
     const counter = { handled: 0 }
     const app = express()
-    if (spec.trustProxy) app.set('trust proxy', 1)
+    if (spec.trustProxy) app.set('trust proxy', spec.trustProxy === 'all' ? true : 1)
     if (spec.noAddress) app.use((req, _res, next) => next(void Object.defineProperty(req, 'ip', { value: undefined })))
     if (spec.startResponse) app.use((_req, res, next) => next(void res.flushHeaders()))
     for (const m of spec.use ?? []) app.use(m as unknown as RequestHandler)
@@ -201,6 +226,7 @@ export const expressHarness: Harness = {
         if (handler === 'ok') return void res.json({ rateLimit: req.rateLimit ?? null })
         if (handler === 'throw') throw new Error('handler failed')
         if (handler === 'text') return void res.end('handled')
+        if ('status' in handler) return void res.status(handler.status).json({ status: handler.status })
         for await (const chunk of streamed(handler.stream, handler.entered)) res.write(chunk)
         res.end()
       })
@@ -214,7 +240,7 @@ export const expressHarness: Harness = {
   },
 }
 
-const koaReq = (ctx: KoaContext): Req => ({ header: (n) => ctx.get(n) || undefined })
+const koaReq = (ctx: KoaContext): Req => ({ header: (n) => ctx.get(n) || undefined, status: () => ctx.status })
 const koaCustom = ([ctx]: [KoaContext], out: Custom) => {
   if (out.status) ctx.status = out.status
   ctx.body = out.body
@@ -226,7 +252,7 @@ export const koaHarness: Harness = {
   concurrencyLimit: (options) => mw(sluiceKoa.concurrencyLimit(convert(options, koaReq, koaCustom))),
   async app(spec) {
     const counter = { handled: 0 }
-    const app = new Koa(spec.trustProxy ? { proxy: true, maxIpsCount: 1 } : {})
+    const app = new Koa(spec.trustProxy ? { proxy: true, maxIpsCount: spec.trustProxy === 'all' ? 0 : 1 } : {})
     app.silent = true
     app.use(async (ctx, next) => {
       try {
@@ -256,7 +282,10 @@ export const koaHarness: Harness = {
         if (handler === 'ok') ctx.body = { rateLimit: ctx.state.rateLimit ?? null }
         else if (handler === 'throw') throw new Error('handler failed')
         else if (handler === 'text') ctx.body = 'handled'
-        else {
+        else if ('status' in handler) {
+          ctx.status = handler.status
+          ctx.body = { status: handler.status }
+        } else {
           ctx.type = 'text'
           ctx.body = Readable.from(streamed(handler.stream, handler.entered))
         }
@@ -267,7 +296,7 @@ export const koaHarness: Harness = {
   },
 }
 
-const honoReq = (c: HonoContext): Req => ({ header: (n) => c.req.header(n) })
+const honoReq = (c: HonoContext): Req => ({ header: (n) => c.req.header(n), status: () => c.res.status })
 const honoCustom = ([c]: [HonoContext], out: Custom) => c.json(out.body as object, (out.status ?? 429) as 429)
 
 export const honoHarness: Harness = {
@@ -294,6 +323,7 @@ export const honoHarness: Harness = {
         if (handler === 'ok') return c.json({ rateLimit: c.get('rateLimit') ?? null })
         if (handler === 'throw') throw new Error('handler failed')
         if (handler === 'text') return c.text('handled')
+        if ('status' in handler) return c.json({ status: handler.status }, handler.status as 401)
         const encoder = new TextEncoder()
         const chunks = streamed(handler.stream, handler.entered)
         return c.body(

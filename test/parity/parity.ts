@@ -1,8 +1,8 @@
-import { type Outcome, parsePolicies, type Store } from '@sluice/core'
+import { type Awaitable, type Outcome, type PolicySet, parsePolicies, type Store } from '@sluice/core'
 import type { Trace, TraceStep } from './traces.js'
 
 /** A store under test, reading the trace's clock through `now`. */
-export type StoreFactory = (now: () => number) => Store
+export type StoreFactory = (now: () => number) => Required<Store>
 
 /**
  * Runs one trace on a fresh store and key; one outcome list per step. With `together`, the steps
@@ -26,8 +26,7 @@ export async function runTrace(
       now += (steps[i] as TraceStep)[0]
       const answers = []
       do {
-        const action = (steps[i] as TraceStep)[1]
-        answers.push(action === 'peek' ? store.peek(key, set) : store.consume(key, set, action))
+        answers.push(ask(store, key, set, (steps[i] as TraceStep)[1]))
         i++
       } while (together && i < steps.length && (steps[i] as TraceStep)[0] === 0)
       results.push(...(await Promise.all(answers)))
@@ -36,6 +35,15 @@ export async function runTrace(
     await store.reset(key, set)
   }
   return results
+}
+
+/** One step's outcomes; a refund is sent, then a peek shows its effect (sent in that order). */
+function ask(store: Required<Store>, key: string, set: PolicySet, action: TraceStep[1]): Awaitable<readonly Outcome[]> {
+  if (action === 'peek') return store.peek(key, set)
+  if (typeof action === 'number') return store.consume(key, set, action)
+  const refunded = store.refund(key, set, action.refund)
+  const after = store.peek(key, set)
+  return Promise.all([refunded, after]).then(([, outcomes]) => outcomes)
 }
 
 /** The steps where two runs differ, readable in a failure message (empty when identical). */

@@ -23,7 +23,7 @@ const policyArbitrary: fc.Arbitrary<PolicyOptions> = fc
     return options
   })
 
-/** Random policy sets (1–3 policies, any algorithm) and 1–40 steps of clock moves, costs and peeks. */
+/** Random policy sets (1–3 policies, any algorithm) and 1–40 steps of clock moves, costs, peeks and refunds. */
 export const traceArbitrary: fc.Arbitrary<Trace> = fc
   .uniqueArray(policyArbitrary, {
     minLength: 1,
@@ -38,6 +38,7 @@ export const traceArbitrary: fc.Arbitrary<Trace> = fc
       fc.oneof(
         { weight: 6, arbitrary: fc.integer({ min: 1, max: maxCost }) },
         { weight: 1, arbitrary: fc.constant('peek' as const) },
+        { weight: 2, arbitrary: fc.integer({ min: 1, max: maxCost }).map((refund) => ({ refund })) },
       ),
     )
     return fc.record({

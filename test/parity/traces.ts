@@ -1,7 +1,12 @@
 import type { PolicyInput } from '@sluice/core'
 
-/** Advance the clock by `advance` ms, then consume `cost` units, or peek. */
-export type TraceStep = readonly [advance: number, action: number | 'peek']
+/** Give back `refund` units, then peek to show the effect. */
+export interface RefundAction {
+  readonly refund: number
+}
+
+/** Advance the clock by `advance` ms, then consume `cost` units, peek, or refund. */
+export type TraceStep = readonly [advance: number, action: number | 'peek' | RefundAction]
 
 export interface Trace {
   readonly name: string
@@ -13,6 +18,7 @@ export interface Trace {
 export const TRACE_START = 1_700_000_000_123
 
 const times = (n: number, step: TraceStep): TraceStep[] => Array.from({ length: n }, () => step)
+const refund = (units: number): RefundAction => ({ refund: units })
 
 /**
  * Shared by every store: the memory store is the reference and each other store must give the
@@ -132,5 +138,53 @@ export const traces: readonly Trace[] = [
       [0, 'peek'],
       [3_600_000, 'peek'],
     ],
+  },
+  {
+    name: 'refunds in every algorithm: same instant, later, a passed window, more than was taken',
+    limits: [
+      { limit: 6, window: 1000, algorithm: 'fixed-window' },
+      { limit: 7, window: 3000, precision: 3 },
+      { limit: 8, window: 2000, algorithm: 'sliding-log' },
+      { limit: 5, window: 1000, algorithm: 'token-bucket', burst: 3 },
+      { limit: 4, window: 1000, algorithm: 'gcra', burst: 3 },
+    ],
+    steps: [
+      [0, refund(1)],
+      [0, 2],
+      [0, refund(2)],
+      ...times(3, [0, 1]),
+      [0, 1],
+      [120, refund(1)],
+      [0, 1],
+      [300, 2],
+      [0, refund(3)],
+      [900, refund(1)],
+      [0, 1],
+      [2500, refund(2)],
+      [0, 3],
+    ],
+  },
+  {
+    name: 'sliding-log refunds split a same-millisecond entry and skip expired ones',
+    limits: [{ limit: 5, window: 1000, algorithm: 'sliding-log' }],
+    steps: [
+      [0, 2],
+      [0, 2],
+      [500, 1],
+      [0, refund(2)],
+      [0, 3],
+      [600, refund(4)],
+      [0, 'peek'],
+      [0, 5],
+      [1000, refund(5)],
+    ],
+  },
+  {
+    name: 'refunds while shaping with maxDelay',
+    limits: [
+      { limit: 3, window: 1000, algorithm: 'token-bucket', maxDelay: 1000 },
+      { limit: 3, window: 1000, algorithm: 'gcra', maxDelay: 1000, name: 'gcra' },
+    ],
+    steps: [...times(5, [0, 1]), [0, refund(2)], [0, 1], [250, refund(3)], [0, 3], [0, 1]],
   },
 ]

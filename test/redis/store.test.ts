@@ -150,6 +150,28 @@ describe.skipIf(!(await privateRedisAvailable()))('RedisStore round trips (priva
     expect((await store.consume('k', set, 3))[0]?.allowed).toBe(true)
   })
 
+  it('refund drops the local denial: the next request asks Redis and is admitted', async () => {
+    const store = new RedisStore({ client, prefix: 'cache-refund:' })
+    const set = parsePolicies([{ limit: 2, window: 60_000, algorithm: 'fixed-window' }])
+    await store.consume('k', set, 2)
+    expect((await store.consume('k', set, 1))[0]?.allowed).toBe(false)
+    await store.refund('k', set, 1)
+    const before = await stats()
+    expect((await store.consume('k', set, 1))[0]).toMatchObject({ allowed: true, remaining: 0 })
+    expect(delta(before, await stats())).toMatchObject({ evalsha: 1 })
+    await store.reset('k', set)
+  })
+
+  it('refund recovers from SCRIPT FLUSH, giving back once', async () => {
+    const store = new RedisStore({ client, prefix: 'flush-refund:', deniedCache: false })
+    const set = parsePolicies([{ limit: 4, window: 60_000, algorithm: 'sliding-log' }])
+    await store.consume('k', set, 3)
+    await admin.script('FLUSH')
+    await store.refund('k', set, 1)
+    expect((await store.peek('k', set))[0]?.remaining).toBe(2)
+    await store.reset('k', set)
+  })
+
   it('recovers from SCRIPT FLUSH without counting a request twice', async () => {
     const store = new RedisStore({ client, prefix: 'flush:', deniedCache: false })
     const set = parsePolicies([{ limit: 4, window: 60_000, algorithm: 'sliding-log' }])

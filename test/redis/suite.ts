@@ -93,6 +93,55 @@ export function storeBehaviour(client: () => Redis | Cluster): void {
     await s.reset('k', set)
   })
 
+  it("refunds every policy in one call, keeps each key's expiry, and never creates a key", async () => {
+    let now = TRACE_START
+    const s = store({ now: () => now })
+    const set = parsePolicies([
+      { limit: 5, window: 60_000, algorithm: 'fixed-window', name: 'fixed' },
+      { limit: 10, window: 60_000, precision: 4, name: 'sliding' },
+      { limit: 5, window: 60_000, algorithm: 'sliding-log', name: 'log' },
+      { limit: 5, window: 60_000, algorithm: 'token-bucket', name: 'bucket' },
+      { limit: 5, window: 60_000, algorithm: 'gcra', name: 'gcra' },
+    ])
+    const keys = s.keysOf('refunded', set)
+    await s.refund('refunded', set, 2)
+    for (const k of keys) expect(await client().exists(k)).toBe(0)
+
+    await s.consume('refunded', set, 3)
+    const ttls = await Promise.all(keys.map((k) => client().pttl(k)))
+    now += 10
+    await s.refund('refunded', set, 2)
+    for (const [i, k] of keys.entries()) {
+      const ttl = await client().pttl(k)
+      expect(ttl, k).toBeGreaterThan(0)
+      expect(ttl).toBeLessThanOrEqual(ttls[i] as number)
+    }
+    // gcra and token-bucket have dripped back 10 ms of their 12 s interval: nothing whole.
+    expect((await s.peek('refunded', set)).map((o) => o.remaining)).toEqual([4, 9, 4, 4, 4])
+    await s.refund('refunded', set, 5)
+    expect((await s.peek('refunded', set)).map((o) => o.remaining)).toEqual([5, 10, 5, 5, 5])
+    await s.reset('refunded', set)
+  })
+
+  it("a sliding-window refund after its sub-window moved on does not shorten the next write's expiry", async () => {
+    const aligned = TRACE_START - (TRACE_START % 60_000)
+    let now = aligned
+    const s = store({ now: () => now })
+    const set = parsePolicies([{ limit: 10, window: 60_000, name: 'sliding' }])
+    const [key] = s.keysOf('moved', set)
+    await s.consume('moved', set, 1)
+    now = aligned + 100_000
+    await s.refund('moved', set, 1)
+    now = aligned + 110_000
+    await s.consume('moved', set, 1)
+    // This count lives 10 s in its sub-window plus one window: a fresh 71 s expiry (resetAfter +
+    // 1 s slack), not the first write's 121 s kept by an in-place write.
+    const ttl = await client().pttl(key as string)
+    expect(ttl).toBeGreaterThan(60_000)
+    expect(ttl).toBeLessThanOrEqual(71_000)
+    await s.reset('moved', set)
+  })
+
   it('matches the memory store on the parity traces under a hostile key', async () => {
     const { MemoryStore } = await import('@sluice/core')
     const key = `{hostile}\n${'k'.repeat(300)}`

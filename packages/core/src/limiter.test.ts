@@ -1,8 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import type { Outcome } from './algorithms/index.js'
-import { StoreFullError, StoreTimeoutError } from './errors.js'
+import { ConfigError, StoreFullError, StoreTimeoutError } from './errors.js'
 import { createLimiter } from './limiter.js'
 import { MemoryStore } from './memory-store.js'
+import { FilteredStore } from './sketch/filtered-store.js'
+import { SketchStore } from './sketch/sketch-store.js'
 import type { Store } from './store.js'
 
 function clockedStore() {
@@ -296,5 +298,46 @@ describe('an asynchronous store from another promise library', () => {
     const decision = await stalled.consume('k')
     expect(decision).toMatchObject({ allowed: true, source: 'error' })
     expect(decision.error).toBeInstanceOf(StoreTimeoutError)
+  })
+})
+
+describe('refund', () => {
+  it('gives back what a consume took, validating key and cost as consume does', async () => {
+    const { store } = clockedStore()
+    const limiter = createLimiter({ limits: { limit: 3, window: '1m', algorithm: 'fixed-window' }, store })
+    expect(limiter.canRefund).toBe(true)
+    await limiter.consume('k', { cost: 3 })
+    await limiter.refund('k', { cost: 2 })
+    expect((await limiter.peek('k')).remaining).toBe(2)
+    await limiter.refund('k')
+    expect((await limiter.peek('k')).remaining).toBe(3)
+    await expect(limiter.refund('k', { cost: 4 })).rejects.toThrow(/^cost must be a whole number from 1 to 3/)
+    await expect(limiter.refund('k', { cost: null as never })).rejects.toThrow(ConfigError)
+    await expect(limiter.refund(7 as never)).rejects.toThrow(/^key must be a string/)
+    // Nothing to give back: no state is created.
+    await limiter.refund('unknown')
+    expect(store.size).toBe(1)
+  })
+
+  it('rejects for a store without refund, which the limiter reports up front', async () => {
+    for (const store of [new SketchStore(), new FilteredStore({ store: new MemoryStore(), threshold: 1 })]) {
+      const limiter = createLimiter({ limits: '10/s', store })
+      expect(limiter.canRefund).toBe(false)
+      await expect(limiter.refund('k')).rejects.toThrow(/^store cannot refund/)
+    }
+  })
+
+  it("rejects with the store's error or a timeout: no fallback decides a refund", async () => {
+    const failing: Store = {
+      ...faultyStore(() => []),
+      refund: () => Promise.reject(new Error('redis down')),
+    }
+    await expect(createLimiter({ limits: '1/s', store: failing, onStoreError: 'deny' }).refund('k')).rejects.toThrow(
+      'redis down',
+    )
+    const stalled: Store = { ...failing, refund: () => new Promise<void>(() => {}) }
+    await expect(createLimiter({ limits: '1/s', store: stalled, timeout: 20 }).refund('k')).rejects.toBeInstanceOf(
+      StoreTimeoutError,
+    )
   })
 })

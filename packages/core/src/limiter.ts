@@ -35,6 +35,11 @@ export interface ConsumeOptions {
   cost?: number
 }
 
+export interface RefundOptions {
+  /** Units to give back: what the refunded consume took. Default 1. */
+  cost?: number
+}
+
 export interface Limiter {
   readonly policies: readonly Policy[]
   /** Decides and, if admitted, takes `cost` from every policy. Never rejects for "limited". */
@@ -42,6 +47,15 @@ export interface Limiter {
   /** What `consume` with cost 1 would decide, consuming nothing. */
   peek(key: string): Promise<Decision>
   reset(key: string): Promise<void>
+  /**
+   * Gives back `cost` units that an admitted `consume` took (a request that should not have
+   * counted), by each algorithm's refund rule. Validates as `consume` does. Store failures are
+   * not turned into decisions: the promise rejects (the `timeout` applies). Rejects with a
+   * `ConfigError` when the store cannot refund (see `canRefund`).
+   */
+  refund(key: string, options?: RefundOptions): Promise<void>
+  /** Whether the store implements refunds (MemoryStore and RedisStore do; the sketch stores do not). */
+  readonly canRefund: boolean
 }
 
 /** The cost that stands for a peek inside the limiter (a consume's cost is at least 1). */
@@ -101,22 +115,26 @@ export function createLimiter(options: LimiterOptions): Limiter {
     )
   }
 
+  /** A ConfigError when `cost` is not a cost these limits could ever admit. */
+  const costError = (cost: unknown): ConfigError | undefined =>
+    typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 1 || cost > maxCost
+      ? new ConfigError(
+          'cost',
+          cost,
+          `must be a whole number from 1 to ${maxCost} (the most these limits can ever admit at once)`,
+        )
+      : undefined
+
   return {
     policies,
+    canRefund: typeof store.refund === 'function',
     consume(key, consumeOptions) {
       // Only a missing cost means 1: a null from a lookup that found nothing is a mistake.
       const cost: unknown = consumeOptions?.cost === undefined ? 1 : consumeOptions.cost
       if (typeof key !== 'string') return Promise.reject(keyError(key))
-      if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 1 || cost > maxCost) {
-        return Promise.reject(
-          new ConfigError(
-            'cost',
-            cost,
-            `must be a whole number from 1 to ${maxCost} (the most these limits can ever admit at once)`,
-          ),
-        )
-      }
-      return run(key, cost)
+      const invalid = costError(cost)
+      if (invalid !== undefined) return Promise.reject(invalid)
+      return run(key, cost as number)
     },
     peek(key) {
       if (typeof key !== 'string') return Promise.reject(keyError(key))
@@ -125,6 +143,20 @@ export function createLimiter(options: LimiterOptions): Limiter {
     async reset(key) {
       if (typeof key !== 'string') throw keyError(key)
       await settle(store.reset(key, set), timeout)
+    },
+    async refund(key, refundOptions) {
+      const cost: unknown = refundOptions?.cost === undefined ? 1 : refundOptions.cost
+      if (typeof key !== 'string') throw keyError(key)
+      const invalid = costError(cost)
+      if (invalid !== undefined) throw invalid
+      if (store.refund === undefined) {
+        throw new ConfigError(
+          'store',
+          store,
+          'cannot refund: use a MemoryStore or RedisStore, or a store with refund()',
+        )
+      }
+      await settle(store.refund(key, set, cost as number), timeout)
     },
   }
 }

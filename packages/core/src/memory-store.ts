@@ -1,4 +1,4 @@
-import { type AlgorithmState, copyState, type Outcome, peekOutcome } from './algorithms/index.js'
+import { type AlgorithmState, copyState, type Outcome, peekOutcome, refund } from './algorithms/index.js'
 import { ConfigError, StoreFullError } from './errors.js'
 import type { Policy, PolicySet } from './policy.js'
 import { evaluate, type Store } from './store.js'
@@ -93,6 +93,21 @@ export class MemoryStore implements Store {
     const entry = this.#entries.get(key)
     const states = entry && statesOf(entry, this.#indicesOf(set), now)
     return set.policies.map((policy, i) => peekOutcome(states?.[i], now, policy))
+  }
+
+  /** Refunded states keep their expiry: a refund never lengthens the time back to full quota. */
+  refund(key: string, set: PolicySet, cost: number): void {
+    const entry = this.#entries.get(key)
+    if (entry === undefined) return
+    const now = this.#now()
+    const indices = this.#indicesOf(set)
+    const states = statesOf(entry, indices, now)
+    for (let i = 0; i < indices.length; i++) {
+      const policy = set.policies[i] as Policy
+      const state = states[i]
+      const next = refund(state, now, policy, cost)
+      if (next !== state) copyState[policy.algorithm](state, next)
+    }
   }
 
   reset(key: string, set: PolicySet): void {

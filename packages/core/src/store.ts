@@ -18,6 +18,13 @@ export interface Store {
   /** Reports without consuming (see `peekOutcome`). */
   peek(key: string, policies: PolicySet): Awaitable<readonly Outcome[]>
   reset(key: string, policies: PolicySet): Awaitable<void>
+  /**
+   * Gives back `cost` units that an admitted consume took, in every policy of the set, by each
+   * algorithm's refund rule (see `Refund`): never creating state, never beyond a full quota,
+   * never into a window that has passed. Optional: a store that cannot refund leaves it out,
+   * and a limiter on it says so (`canRefund`).
+   */
+  refund?(key: string, policies: PolicySet, cost: number): Awaitable<void>
 }
 
 export interface Evaluation {

@@ -8,6 +8,7 @@ import {
   type Decision,
   type HeaderEntry,
   type Limiter,
+  onResponseDone,
   type ResponseBody,
 } from '@sluice/core'
 import type { NextFunction, Request, RequestHandler, Response } from 'express'
@@ -38,6 +39,16 @@ const adapter: Adapter<Args> = {
   name: '@sluice/express',
   addressSource: 'req.ip',
   address: (req) => req.ip,
+  status: (_req, res) => res.statusCode,
+  proxy: {
+    trust(req) {
+      const setting: unknown = req.app.get('trust proxy')
+      return setting === true ? 'any' : setting ? 'hops' : 'ignored'
+    },
+    forwarded: (req) => req.headers['x-forwarded-for'] !== undefined,
+    setting: "Express's 'trust proxy'",
+    advice: "app.set('trust proxy', n) with n the number of proxies, or their addresses",
+  },
 }
 
 /** Once the response has started its headers are gone: skip them, as Koa's `ctx.set` does. */
@@ -75,6 +86,7 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
         req.rateLimit = plan.decision
         if (plan.kind === 'continue') {
           writeHeaders(res, plan.headers)
+          if (plan.settle) onResponseDone(res, plan.settle)
           return next()
         }
         await deny(res, plan.status, plan.headers, plan.response)
@@ -94,10 +106,8 @@ export function concurrencyLimit(options: ConcurrencyLimitOptions): RequestHandl
         if (plan.kind === 'skip') return next()
         if (plan.kind === 'deny') return deny(res, plan.status, plan.headers, plan.response)
         writeHeaders(res, plan.headers)
-        // 'close' follows 'finish' and also fires on abort; the release itself runs once.
-        res.once('finish', plan.release)
-        res.once('close', plan.release)
-        if (res.writableFinished || res.closed) plan.release()
+        // The release itself runs once.
+        onResponseDone(res, plan.release)
         next()
       })
       .catch(next)

@@ -80,7 +80,15 @@ function adapterFor(options: AddressOptions): Adapter<Args> {
     name: '@sluice/hono',
     addressSource: getConnInfo ? 'getConnInfo(c).remote.address' : "the runtime's connection info",
     address: getConnInfo ? (c) => getConnInfo(c).remote.address : clientAddress,
+    status: (c) => c.res.status,
     extraOptions: ['getConnInfo'],
+    // Hono has no proxy setting: its address is the connection's, or Cloudflare's CF-Connecting-IP.
+    proxy: {
+      trust: () => 'ignored',
+      forwarded: (c) => c.req.header('x-forwarded-for') !== undefined && !onCloudflare(c),
+      setting: 'Hono (the runtime reports the connection peer)',
+      advice: 'pass key: (c) => ipKey(<the address your proxy appends to X-Forwarded-For>)',
+    },
   }
 }
 
@@ -127,7 +135,14 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
     c.set('rateLimit', plan.decision)
     if (plan.kind === 'deny') return deny(c, plan.status, plan.headers, plan.response)
     writeHeaders(c, plan.headers)
-    await next()
+    try {
+      await next()
+    } catch (error) {
+      plan.settle?.(false)
+      throw error
+    }
+    // Hono hands a handler's error to onError and resolves next() with c.error set.
+    plan.settle?.(c.error === undefined)
     addMissingHeaders(c, plan.headers)
   }
   return Object.assign(middleware, { limiter: handler.limiter })

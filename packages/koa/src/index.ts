@@ -8,6 +8,7 @@ import {
   type Decision,
   type HeaderEntry,
   type Limiter,
+  onResponseDone,
   type ResponseBody,
 } from '@sluice/core'
 import type { Context, Middleware } from 'koa'
@@ -35,6 +36,14 @@ const adapter: Adapter<Args> = {
   name: '@sluice/koa',
   addressSource: 'ctx.ip',
   address: (ctx) => ctx.ip || undefined,
+  status: (ctx) => ctx.status,
+  proxy: {
+    // With proxy on and no maxIpsCount, ctx.ip is the left-most X-Forwarded-For entry.
+    trust: ({ app }) => (!app.proxy ? 'ignored' : app.maxIpsCount > 0 ? 'hops' : 'any'),
+    forwarded: (ctx) => ctx.get(ctx.app.proxyIpHeader) !== '',
+    setting: "Koa's app.proxy",
+    advice: 'new Koa({ proxy: true, maxIpsCount: n }) with n the number of proxies',
+  },
 }
 
 function writeHeaders(ctx: Context, headers: readonly HeaderEntry[]): void {
@@ -70,6 +79,8 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
     ctx.state.rateLimit = plan.decision
     if (plan.kind === 'deny') return deny(ctx, plan.status, plan.headers, plan.response)
     writeHeaders(ctx, plan.headers)
+    // On the response, not after next(): a streamed body and the error handler's status come later.
+    if (plan.settle) onResponseDone(ctx.res, plan.settle)
     return next()
   }
   return Object.assign(middleware, { limiter: handler.limiter })
@@ -84,11 +95,8 @@ export function concurrencyLimit(options: ConcurrencyLimitOptions): Middleware {
     if (plan.kind === 'deny') return deny(ctx, plan.status, plan.headers, plan.response)
     writeHeaders(ctx, plan.headers)
     // The response outlives this middleware when the body is a stream: free the slot only when
-    // it is written ('finish') or abandoned ('close'); the release itself runs once.
-    const { res } = ctx
-    res.once('finish', plan.release)
-    res.once('close', plan.release)
-    if (res.writableFinished || res.closed) plan.release()
+    // it is written or abandoned; the release itself runs once.
+    onResponseDone(ctx.res, plan.release)
     return next()
   }
 }

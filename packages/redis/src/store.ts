@@ -4,6 +4,7 @@ import type { Cluster, Redis } from 'ioredis'
 import { DeniedCache } from './denied-cache.js'
 import { hashTag } from './keys.js'
 import { DECIDE_LUA } from './lua/decide.js'
+import { REFUND_LUA } from './lua/refund.js'
 
 export interface RedisStoreOptions {
   /** An ioredis `Redis` or `Cluster`. See the README for the client settings we recommend. */
@@ -30,6 +31,7 @@ export interface RedisStoreOptions {
 }
 
 const SHA = createHash('sha1').update(DECIDE_LUA).digest('hex')
+const REFUND_SHA = createHash('sha1').update(REFUND_LUA).digest('hex')
 const DEFAULT_DENIED_CACHE_KEYS = 10_000
 const DEFAULT_MAX_BATCH = 16
 /** A script blocks Redis while it runs (a few µs per decision and policy), so batches stay short. */
@@ -144,7 +146,28 @@ export class RedisStore implements Store {
 
   async reset(key: string, set: PolicySet): Promise<void> {
     this.#denied?.delete(cacheId(key, set))
+    this.#flush() // decisions asked for earlier, still waiting in a batch, go first
     await this.#client.del(...this.keysOf(key, set))
+  }
+
+  /**
+   * One script call for every policy of the set (see REFUND_LUA). Then drops the key's
+   * denied-cache entry, which a denial decided before the refund landed may have written: the
+   * refund may admit what it would still deny.
+   */
+  async refund(key: string, set: PolicySet, cost: number): Promise<void> {
+    this.#flush() // decisions asked for earlier, still waiting in a batch, go first
+    const keys = this.keysOf(key, set)
+    const args: (Buffer | string)[] = [this.#argsOf(set), String(cost)]
+    if (this.#now !== undefined) args.push(String(this.#now()))
+    try {
+      await this.#client.evalsha(REFUND_SHA, keys.length, ...keys, ...args)
+    } catch (error) {
+      // As #eval: NOSCRIPT means the script did not run, so sending it whole cannot refund twice.
+      if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error
+      await this.#client.eval(REFUND_LUA, keys.length, ...keys, ...args)
+    }
+    this.#denied?.delete(cacheId(key, set))
   }
 
   /** The Redis keys holding `key`'s state under `set`, one per policy, in order. */
@@ -190,6 +213,7 @@ export class RedisStore implements Store {
     return batch.outcomes.then((all) => all[index] as Outcome[])
   }
 
+  /** Sends every batch being filled (one per client key on a Cluster). */
   readonly #flush = (): void => {
     this.#flushScheduled = false
     for (const batch of this.#pending.values()) this.#launch(batch)

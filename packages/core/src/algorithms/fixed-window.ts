@@ -1,5 +1,5 @@
 import type { Mutable } from './outcome.js'
-import { admitted, denied, type Transition } from './outcome.js'
+import { admitted, denied, type Refund, type Transition } from './outcome.js'
 
 /** Count in the current window, which is aligned to multiples of the window since the epoch. */
 export interface FixedWindowState {
@@ -22,6 +22,12 @@ export const fixedWindow: Transition<FixedWindowState> = (state, now, policy, co
   }
   const next = count + cost
   return { state: { start, count: next }, outcome: admitted(limit - next, next === 0 ? 0 : windowLeft) }
+}
+
+/** Gives back only while in the window that took it (a later window starts full anyway), never below 0. */
+export const refundFixedWindow: Refund<FixedWindowState> = (state, now, policy, cost) => {
+  if (state === undefined || state.count === 0 || state.start !== now - (now % policy.window)) return state
+  return { start: state.start, count: Math.max(0, state.count - cost) }
 }
 
 /** Overwrites a stored state with a newer one of the same policy, for stores that keep state objects. */

@@ -1,5 +1,5 @@
 import type { Mutable } from './outcome.js'
-import { admitted, ceilMs, denied, EPSILON, floorUnits, type Transition } from './outcome.js'
+import { admitted, ceilMs, denied, EPSILON, floorUnits, type Refund, type Transition } from './outcome.js'
 
 /** The theoretical arrival time: when the key's schedule would be back to empty. */
 export interface GcraState {
@@ -35,6 +35,12 @@ export const gcra: Transition<GcraState> = (state, now, policy, cost) => {
     ceilMs(nextBacklog - tolerance),
   )
   return { state: cost === 0 && state !== undefined ? state : { tat: now + nextBacklog }, outcome }
+}
+
+/** Moves the TAT back by T per unit, never before now (a schedule already empty has nothing to give). */
+export const refundGcra: Refund<GcraState> = (state, now, policy, cost) => {
+  if (state === undefined || state.tat <= now) return state
+  return { tat: Math.max(now, state.tat - (policy.window / policy.limit) * cost) }
 }
 
 /** Overwrites a stored state with a newer one of the same policy, for stores that keep state objects. */

@@ -1,19 +1,30 @@
 import type { AlgorithmName, Policy } from '../policy.js'
-import { copyFixedWindow, fixedWindow } from './fixed-window.js'
-import { copyGcra, gcra } from './gcra.js'
-import type { Outcome, Step, Transition } from './outcome.js'
-import { copySlidingLog, slidingLog } from './sliding-log.js'
-import { copySlidingWindow, slidingWindow } from './sliding-window.js'
-import { copyTokenBucket, tokenBucket } from './token-bucket.js'
+import { copyFixedWindow, fixedWindow, refundFixedWindow } from './fixed-window.js'
+import { copyGcra, gcra, refundGcra } from './gcra.js'
+import type { Outcome, Refund, Step, Transition } from './outcome.js'
+import { copySlidingLog, refundSlidingLog, slidingLog } from './sliding-log.js'
+import { copySlidingWindow, refundSlidingWindow, slidingWindow } from './sliding-window.js'
+import { copyTokenBucket, refundTokenBucket, tokenBucket } from './token-bucket.js'
 
 export type { FixedWindowState } from './fixed-window.js'
 export type { GcraState } from './gcra.js'
-export type { Outcome, Step, Transition } from './outcome.js'
+export type { Outcome, Refund, Step, Transition } from './outcome.js'
 export { ceilMs, EPSILON, floorUnits } from './outcome.js'
 export type { SlidingLogState } from './sliding-log.js'
 export type { SlidingWindowState } from './sliding-window.js'
 export type { TokenBucketState } from './token-bucket.js'
-export { fixedWindow, gcra, slidingLog, slidingWindow, tokenBucket }
+export {
+  fixedWindow,
+  gcra,
+  refundFixedWindow,
+  refundGcra,
+  refundSlidingLog,
+  refundSlidingWindow,
+  refundTokenBucket,
+  slidingLog,
+  slidingWindow,
+  tokenBucket,
+}
 
 /** State of any algorithm, as a store keeps it (opaque to the store). */
 export type AlgorithmState = unknown
@@ -24,6 +35,14 @@ export const transitions: Readonly<Record<AlgorithmName, Transition<AlgorithmSta
   'sliding-log': slidingLog as Transition<AlgorithmState>,
   'token-bucket': tokenBucket as Transition<AlgorithmState>,
   gcra: gcra as Transition<AlgorithmState>,
+}
+
+export const refunds: Readonly<Record<AlgorithmName, Refund<AlgorithmState>>> = {
+  'fixed-window': refundFixedWindow as Refund<AlgorithmState>,
+  'sliding-window': refundSlidingWindow as Refund<AlgorithmState>,
+  'sliding-log': refundSlidingLog as Refund<AlgorithmState>,
+  'token-bucket': refundTokenBucket as Refund<AlgorithmState>,
+  gcra: refundGcra as Refund<AlgorithmState>,
 }
 
 type Copy = (into: AlgorithmState, from: AlgorithmState) => void
@@ -48,6 +67,11 @@ export function step(
   cost: number,
 ): Step<AlgorithmState> {
   return transitions[policy.algorithm](state, now, policy, cost)
+}
+
+/** Gives back `cost` units to one policy's state (see `Refund`). */
+export function refund(state: AlgorithmState | undefined, now: number, policy: Policy, cost: number): AlgorithmState {
+  return refunds[policy.algorithm](state, now, policy, cost)
 }
 
 /**

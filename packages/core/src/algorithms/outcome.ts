@@ -30,6 +30,15 @@ export interface Step<S> {
 export type Transition<S> = (state: S | undefined, now: number, policy: Policy, cost: number) => Step<S>
 
 /**
+ * Gives back `cost` units that an admitted request took: a pure function like a transition. It
+ * never creates a state (undefined stays undefined), never gives back more than a full quota,
+ * never gives back into a window that has passed, and returns the input state itself when
+ * nothing changes. A refund never lengthens the time until the state is back to full quota, so
+ * a store may keep the expiry it already has.
+ */
+export type Refund<S> = (state: S | undefined, now: number, policy: Policy, cost: number) => S | undefined
+
+/**
  * Float slack for the algorithms whose rates are fractions (1000 ms / 3): without it,
  * 333.33… × 3 can land a hair above 1000 and deny a request that fits exactly. The Lua
  * mirrors use the same constant.

@@ -1,8 +1,8 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { ALGORITHMS, type AlgorithmName, type Policy, parsePolicies, parsePolicy } from '../policy.js'
+import { ALGORITHMS, type AlgorithmName, capacityOf, type Policy, parsePolicies, parsePolicy } from '../policy.js'
 import { evaluate } from '../store.js'
-import { type AlgorithmState, step } from './index.js'
+import { type AlgorithmState, peekOutcome, refund, step } from './index.js'
 
 interface Admission {
   at: number
@@ -178,6 +178,69 @@ describe('invariants over random request streams', () => {
         }
       }),
       { numRuns: 300 },
+    )
+  })
+})
+
+describe('refund over random request streams', () => {
+  /** Every state a stream passes through, with the clock and a request to try at it. */
+  function statesOf(policy: Policy, raw: { gap: number; cost: number }[]) {
+    return simulate(policy, cheap(raw, policy)).outcomes
+  }
+
+  for (const algorithm of ALGORITHMS) {
+    it(`${algorithm}: consume then refund of the same cost, at once or later, decides as if the request never came`, () => {
+      fc.assert(
+        fc.property(
+          policyArb(algorithm, algorithm === 'gcra' || algorithm === 'token-bucket'),
+          requestsArb,
+          fc.nat(3000),
+          (policy, raw, later) => {
+            for (const { now, cost, state, outcome } of statesOf(policy, raw)) {
+              if (!outcome.allowed) continue
+              const taken = step(state, now, policy, cost).state
+              const then = now + later
+              expect(peekOutcome(refund(taken, then, policy, cost), then, policy)).toEqual(
+                peekOutcome(state, then, policy),
+              )
+            }
+          },
+        ),
+        { numRuns: 200 },
+      )
+    })
+
+    it(`${algorithm}: a refund never creates state, never raises remaining above capacity, never delays a denied request`, () => {
+      fc.assert(
+        fc.property(
+          policyArb(algorithm, algorithm === 'gcra' || algorithm === 'token-bucket'),
+          requestsArb,
+          fc.integer({ min: 1, max: 40 }),
+          (policy, raw, units) => {
+            expect(refund(undefined, 0, policy, units)).toBeUndefined()
+            for (const { now, cost, state, outcome } of statesOf(policy, raw)) {
+              const refunded = refund(state, now, policy, units)
+              expect(step(refunded, now, policy, 0).outcome.remaining).toBeLessThanOrEqual(capacityOf(policy))
+              if (outcome.allowed) continue
+              const retried = step(refunded, now, policy, cost).outcome
+              if (!retried.allowed) expect(retried.retryAfter).toBeLessThanOrEqual(outcome.retryAfter)
+            }
+          },
+        ),
+        { numRuns: 200 },
+      )
+    })
+  }
+
+  it('a refund gives nothing back into a fixed window that has passed', () => {
+    fc.assert(
+      fc.property(policyArb('fixed-window'), fc.integer({ min: 1, max: 3 }), (policy, cost) => {
+        const start = 10 * policy.window
+        const taken = step(undefined, start, policy, Math.min(cost, policy.limit)).state
+        const next = start + policy.window
+        expect(refund(taken, next, policy, cost)).toBe(taken)
+        expect(refund(taken, next - 1, policy, cost)).toEqual({ start, count: 0 })
+      }),
     )
   })
 })

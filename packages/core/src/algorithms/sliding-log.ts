@@ -1,5 +1,5 @@
 import type { Mutable } from './outcome.js'
-import { admitted, denied, type Transition } from './outcome.js'
+import { admitted, denied, type Refund, type Transition } from './outcome.js'
 
 /**
  * Admission times inside the last window, oldest first, with the cost admitted at each. Memory
@@ -43,6 +43,30 @@ export const slidingLog: Transition<SlidingLogState> = (state, now, policy, cost
     nextCosts.push(cost)
   }
   return { state: { times: nextTimes, costs: nextCosts }, outcome: admitted(limit - used - cost, window) }
+}
+
+/** Takes the cost off the newest entries still inside the window (dropping emptied ones), never below 0. */
+export const refundSlidingLog: Refund<SlidingLogState> = (state, now, policy, cost) => {
+  if (state === undefined) return state
+  const { times, costs } = state
+  let first = 0
+  while (first < times.length && (times[first] as number) <= now - policy.window) first++
+  if (first === times.length) return state
+  const nextTimes = times.slice(first)
+  const nextCosts = costs.slice(first)
+  let left = cost
+  while (left > 0 && nextCosts.length > 0) {
+    const newest = nextCosts.length - 1
+    const taken = Math.min(left, nextCosts[newest] as number)
+    left -= taken
+    if (taken === nextCosts[newest]) {
+      nextTimes.pop()
+      nextCosts.pop()
+    } else {
+      nextCosts[newest] = (nextCosts[newest] as number) - taken
+    }
+  }
+  return { times: nextTimes, costs: nextCosts }
 }
 
 /** Overwrites a stored state with a newer one of the same policy, for stores that keep state objects. */

@@ -1,5 +1,5 @@
 import type { Mutable } from './outcome.js'
-import { admitted, ceilMs, denied, floorUnits, type Transition } from './outcome.js'
+import { admitted, ceilMs, denied, floorUnits, type Refund, type Transition } from './outcome.js'
 
 /**
  * Counts of the last `precision + 1` sub-windows, oldest first, the last being the one that
@@ -42,6 +42,27 @@ export const slidingWindow: Transition<SlidingWindowState> = (state, now, policy
     state: { start, counts },
     outcome: admitted(floorUnits(limit - estimate - cost), resetAfterOf(counts, left, size)),
   }
+}
+
+/**
+ * Takes the cost off the newest sub-windows still holding counts, newest first, never below 0:
+ * counts that have slid out of the window are gone and give nothing back. The state keeps its
+ * `start`, so a store that writes a same-start state in place (Redis) keeps a correct expiry.
+ */
+export const refundSlidingWindow: Refund<SlidingWindowState> = (state, now, policy, cost) => {
+  if (state === undefined) return state
+  const size = policy.window / policy.precision
+  const start = now - (now % size)
+  // Indices below `shift` have slid out; a clock that stepped back shifts nothing.
+  const shift = Math.max(0, (start - state.start) / size)
+  const counts = state.counts.slice()
+  let left = cost
+  for (let i = counts.length - 1; i >= shift && left > 0; i--) {
+    const taken = Math.min(left, counts[i] as number)
+    counts[i] = (counts[i] as number) - taken
+    left -= taken
+  }
+  return left === cost ? state : { start: state.start, counts }
 }
 
 /** A new array of the counts as seen from the sub-window starting at `start`. */

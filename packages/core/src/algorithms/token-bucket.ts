@@ -1,5 +1,5 @@
 import type { Mutable } from './outcome.js'
-import { admitted, ceilMs, denied, type Transition } from './outcome.js'
+import { admitted, ceilMs, denied, type Refund, type Transition } from './outcome.js'
 
 /**
  * Tokens scaled by the window (a token is `window` units and `limit` units drip in per ms), so
@@ -36,6 +36,16 @@ export const tokenBucket: Transition<TokenBucketState> = (state, now, policy, co
     next < 0 ? ceilMs(-next / limit) : 0,
   )
   return { state: cost === 0 && state !== undefined ? state : { tokens: next, updated: now }, outcome }
+}
+
+/** Refills to now as a consume would, then puts the tokens back, never above `burst`. */
+export const refundTokenBucket: Refund<TokenBucketState> = (state, now, policy, cost) => {
+  if (state === undefined) return state
+  const { limit, window, burst } = policy
+  const capacity = burst * window
+  const tokens = Math.min(capacity, state.tokens + Math.max(0, now - state.updated) * limit)
+  if (tokens === capacity) return state
+  return { tokens: Math.min(capacity, tokens + cost * window), updated: now }
 }
 
 /** Overwrites a stored state with a newer one of the same policy, for stores that keep state objects. */

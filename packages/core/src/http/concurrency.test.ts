@@ -4,7 +4,7 @@ import { createConcurrencyHandler } from './concurrency.js'
 import { onStreamDone } from './stream.js'
 
 describe('createConcurrencyHandler', () => {
-  const adapter = { name: '@sluice/test', addressSource: 'ip', address: (ip: string) => ip }
+  const adapter = { name: '@sluice/test', addressSource: 'ip', address: (ip: string) => ip, status: () => 200 }
 
   it('validates limit, name and unknown options', () => {
     expect(() => createConcurrencyHandler({ limit: 0 }, adapter)).toThrow(ConfigError)

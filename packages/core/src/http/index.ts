@@ -30,8 +30,10 @@ export {
   rateLimitProblem,
   TEMPORARY_REDUCED_CAPACITY,
 } from './problem.js'
+export type { ForwardedTrust, ProxySetup } from './proxy-check.js'
 export type { RateLimitHandler, RateLimitOptions, RateLimitPlan } from './rate-limit.js'
 export { createRateLimitHandler } from './rate-limit.js'
 export type { Message, ResponseBody } from './response.js'
 export { sleep } from './response.js'
-export { onStreamDone } from './stream.js'
+export type { NodeResponse } from './stream.js'
+export { onResponseDone, onStreamDone } from './stream.js'

@@ -1,6 +1,7 @@
 import { ConfigError } from '../errors.js'
 import type { Awaitable } from '../store.js'
 import { ClientAddressError, ipKey, ipv6SubnetOption } from './client-ip.js'
+import { type ProxySetup, proxyCheck } from './proxy-check.js'
 import type { Message } from './response.js'
 
 /** What an adapter tells the shared code about its framework. */
@@ -11,8 +12,12 @@ export interface Adapter<A extends unknown[]> {
   readonly addressSource: string
   /** The client address as the framework resolves it (under its proxy trust settings). */
   address(...args: A): string | undefined
+  /** The response status once the request is done: the default `requestWasSuccessful` reads it. */
+  status(...args: A): number
   /** Adapter-specific option names that the shared validation must accept. */
   readonly extraOptions?: readonly string[]
+  /** The framework's proxy trust, for the checks beside the default key (see `proxyCheck`). */
+  readonly proxy?: ProxySetup<A>
 }
 
 /** Options every adapter middleware shares; `A` is the framework's handler arguments. */
@@ -34,6 +39,11 @@ export interface CommonOptions<A extends unknown[], I, R> {
   dryRun?: boolean
   /** Prefix length that groups IPv6 clients for the default key (32–64, default 56), or false. */
   ipv6Subnet?: number | false
+  /**
+   * Warn once (console.warn) when the default key is probably wrong: a proxy the framework does
+   * not trust, or one that trusts every X-Forwarded-For entry. Default true.
+   */
+  validate?: boolean
 }
 
 export interface CommonConfig<A extends unknown[], I, R> {
@@ -45,7 +55,16 @@ export interface CommonConfig<A extends unknown[], I, R> {
   readonly dryRun: boolean
 }
 
-export const COMMON_OPTIONS = ['key', 'skip', 'statusCode', 'message', 'onLimited', 'dryRun', 'ipv6Subnet'] as const
+export const COMMON_OPTIONS = [
+  'key',
+  'skip',
+  'statusCode',
+  'message',
+  'onLimited',
+  'dryRun',
+  'ipv6Subnet',
+  'validate',
+] as const
 
 /** Options of other rate limiters that people bring along, and what to write instead. */
 const HINTS: Readonly<Record<string, string>> = {
@@ -63,8 +82,6 @@ const HINTS: Readonly<Record<string, string>> = {
   allowList: 'use skip',
   passOnStoreError: "use onStoreError: 'allow' | 'deny' | a fallback store",
   requestPropertyName: 'the decision is always exposed under the name rateLimit',
-  skipSuccessfulRequests: 'every admitted request counts; this is not supported',
-  skipFailedRequests: 'every admitted request counts; this is not supported',
 }
 
 export function assertObject(options: unknown, example: string): asserts options is Record<string, unknown> {
@@ -120,10 +137,15 @@ export function parseCommon<A extends unknown[], I, R>(
       'applies to the default key only; with your own key, group addresses with ipKey(address, subnet)',
     )
   }
+  const validate = options.validate ?? true
+  if (typeof validate !== 'boolean') throw new ConfigError('validate', validate, 'must be true or false')
   const subnet = ipv6SubnetOption(options.ipv6Subnet)
+  const check =
+    validate && !customKey && adapter.proxy ? proxyCheck(adapter.proxy, (message) => console.warn(message)) : undefined
   const key =
     customKey ??
     ((...args: A): string => {
+      check?.(...args)
       const address = adapter.address(...args)
       const key = ipKey(address, subnet)
       if (key === undefined) throw new ClientAddressError(adapter.name, adapter.addressSource, address)

@@ -1,12 +1,18 @@
-import { describe, expect, it } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { ConfigError } from '../errors.js'
 import { createLimiter } from '../limiter.js'
 import { MemoryStore } from '../memory-store.js'
+import { SketchStore } from '../sketch/sketch-store.js'
 import type { Adapter } from './options.js'
-import { createRateLimitHandler, type RateLimitOptions } from './rate-limit.js'
+import { createRateLimitHandler, type RateLimitHandler, type RateLimitOptions } from './rate-limit.js'
 
 type Args = [request: { ip?: string; user?: string }]
-const adapter: Adapter<Args> = { name: '@sluice/test', addressSource: 'request.ip', address: (r) => r.ip }
+const adapter: Adapter<Args> = {
+  name: '@sluice/test',
+  addressSource: 'request.ip',
+  address: (r) => r.ip,
+  status: () => 200,
+}
 const build = (options: RateLimitOptions<Args, string>) => createRateLimitHandler(options, adapter)
 
 function configError(fn: () => unknown): ConfigError {
@@ -126,3 +132,99 @@ describe('plan', () => {
     expect(performance.now() - started).toBeGreaterThanOrEqual(plan.delay - 5)
   })
 })
+
+describe('settle: skipSuccessfulRequests and skipFailedRequests', () => {
+  const limits = { limit: 3, window: '1m', algorithm: 'fixed-window' } as const
+  const settleOf = (plan: Awaited<ReturnType<RateLimitHandler<Args, string>['plan']>>) => {
+    if (plan.kind !== 'continue') throw new Error(plan.kind)
+    return plan.settle
+  }
+  const unhandled: unknown[] = []
+  const onUnhandled = (reason: unknown) => unhandled.push(reason)
+  beforeEach(() => {
+    unhandled.length = 0
+    process.on('unhandledRejection', onUnhandled)
+  })
+  afterEach(() => {
+    process.off('unhandledRejection', onUnhandled)
+  })
+
+  it('validates the options, naming the field', () => {
+    expect(configError(() => build({ limits, skipFailedRequests: 1 as never })).field).toBe('skipFailedRequests')
+    expect(
+      configError(() => build({ limits, skipFailedRequests: true, requestWasSuccessful: 'no' as never })).field,
+    ).toBe('requestWasSuccessful')
+    const both = configError(() => build({ limits, skipSuccessfulRequests: true, skipFailedRequests: true }))
+    expect(both.message).toMatch(/^skipSuccessfulRequests cannot be used with skipFailedRequests/)
+    const sketch = configError(() => build({ limits, store: new SketchStore(), skipFailedRequests: true }))
+    expect(sketch.message).toMatch(/^skipFailedRequests needs a store that can refund/)
+  })
+
+  it('gives back exactly once per request, only for the outcome asked for', async () => {
+    const limiter = createLimiter({ limits, store: new MemoryStore() })
+    const handler = build({
+      limiter,
+      skipFailedRequests: true,
+      key: () => 'k',
+      requestWasSuccessful: (r) => r.user !== 'bad',
+    })
+    const good = settleOf(await handler.plan({ user: 'good' }))
+    const bad = settleOf(await handler.plan({ user: 'bad' }))
+    const abandoned = settleOf(await handler.plan({ user: 'good' }))
+    expect((await limiter.peek('k')).remaining).toBe(0)
+    good?.(true)
+    bad?.(true)
+    bad?.(false)
+    bad?.(true)
+    await Promise.resolve()
+    expect((await limiter.peek('k')).remaining).toBe(1)
+    abandoned?.(false)
+    expect((await limiter.peek('k')).remaining).toBe(2)
+  })
+
+  it('has nothing to settle without the options, or when the store did not count the request', async () => {
+    const plain = build({ limits, key: () => 'k' })
+    expect(settleOf(await plain.plan({}))).toBeUndefined()
+    const down = {
+      consume: () => Promise.reject(new Error('down')),
+      peek: () => [],
+      reset: () => undefined,
+      refund() {},
+    }
+    for (const onStoreError of ['allow', new MemoryStore()] as const) {
+      const handler = build({ limits, store: down, onStoreError, skipSuccessfulRequests: true, key: () => 'k' })
+      const plan = await handler.plan({})
+      expect(plan).toMatchObject({ kind: 'continue', decision: { allowed: true } })
+      expect(settleOf(plan)).toBeUndefined()
+    }
+  })
+
+  it('drops a refund that fails, and a requestWasSuccessful that throws or rejects, leaving nothing unhandled', async () => {
+    const store = new MemoryStore()
+    const failing = { ...bound(store), refund: () => Promise.reject(new Error('refund failed')) }
+    const handler = build({ limits, store: failing, skipSuccessfulRequests: true, key: () => 'k' })
+    settleOf(await handler.plan({}))?.(true)
+    for (const requestWasSuccessful of [
+      () => {
+        throw new Error('sync')
+      },
+      () => Promise.reject(new Error('async')),
+    ]) {
+      const judged = build({ limits, store, skipSuccessfulRequests: true, key: () => 'j', requestWasSuccessful })
+      const settle = settleOf(await judged.plan({}))
+      expect(() => settle?.(true)).not.toThrow()
+    }
+    await new Promise((resolve) => setTimeout(resolve, 10))
+    expect(unhandled).toEqual([])
+    expect((await createLimiter({ limits, store }).peek('j')).remaining).toBe(1)
+  })
+})
+
+/** A store's methods bound to it, to spread into a test double. */
+function bound(store: MemoryStore) {
+  return {
+    consume: store.consume.bind(store),
+    peek: store.peek.bind(store),
+    reset: store.reset.bind(store),
+  }
+}

@@ -2,7 +2,7 @@ import type { Decision } from '../decision.js'
 import { ConfigError } from '../errors.js'
 import { createLimiter, type Limiter, type LimiterOptions } from '../limiter.js'
 import { capacityOf } from '../policy.js'
-import type { Awaitable } from '../store.js'
+import { type Awaitable, isThenable } from '../store.js'
 import {
   type HeaderEntry,
   type HeaderMode,
@@ -32,10 +32,17 @@ export interface RateLimitOptions<A extends unknown[], R = unknown>
   cost?: number | ((...args: A) => Awaitable<number>)
   /** Which rate-limit headers to send. Default `'draft-11'`. */
   headers?: HeadersOption
+  /** Give back what a request took once its response succeeded (see `requestWasSuccessful`). */
+  skipSuccessfulRequests?: boolean
+  /** Give back what a request took once its response failed, or never completed. */
+  skipFailedRequests?: boolean
+  /** Whether a completed response succeeded. Default: its status is below 400. */
+  requestWasSuccessful?: (...args: A) => Awaitable<boolean>
 }
 
 const LIMITER_OPTIONS = ['limits', 'store', 'onStoreError', 'timeout', 'maxDelay'] as const
-const RATE_LIMIT_OPTIONS = [...LIMITER_OPTIONS, 'limiter', 'cost', 'headers', ...COMMON_OPTIONS]
+const SETTLE_OPTIONS = ['skipSuccessfulRequests', 'skipFailedRequests', 'requestWasSuccessful']
+const RATE_LIMIT_OPTIONS = [...LIMITER_OPTIONS, 'limiter', 'cost', 'headers', ...SETTLE_OPTIONS, ...COMMON_OPTIONS]
 
 /**
  * What an adapter does with one request. `skip`: call the next handler, nothing else.
@@ -51,6 +58,12 @@ export type RateLimitPlan<R> =
       readonly headers: readonly HeaderEntry[]
       /** Milliseconds the request was held for shaping. */
       readonly delay: number
+      /**
+       * Present when skipSuccessfulRequests or skipFailedRequests may give this request's cost
+       * back: call it once the response is done, `completed` false when it never completed (the
+       * client went away, the handler threw). Extra calls do nothing; it never throws or rejects.
+       */
+      readonly settle: ((completed: boolean) => void) | undefined
     }
   | (DenyPlan<R> & { readonly decision: Decision })
 
@@ -75,6 +88,7 @@ export function createRateLimitHandler<A extends unknown[], R>(
   const limiter = limiterOf(options)
   const headers = headerModeOption(options.headers)
   const cost = costOf(options.cost, limiter)
+  const refundRule = refundRuleOf(options, limiter, adapter)
   const { key, skip, statusCode, dryRun } = common
 
   return {
@@ -91,7 +105,12 @@ export function createRateLimitHandler<A extends unknown[], R>(
       if (decision.allowed || dryRun) {
         const delay = dryRun ? 0 : decision.delay
         if (delay > 0) await sleep(delay)
-        return { kind: 'continue', decision, headers: entries, delay }
+        // Only what the store took can be given back: not a fallback's count, not an error's admission.
+        const settle =
+          refundRule && decision.allowed && decision.source === 'store'
+            ? settlerOf(limiter, requestKey, units, refundRule, args)
+            : undefined
+        return { kind: 'continue', decision, headers: entries, delay, settle }
       }
       entries.push(retryAfterHeader(decision.retryAfter))
       const response = await denialResponse(common, args, decision, () => rateLimitProblem(decision, statusCode))
@@ -139,3 +158,83 @@ function costOf<A extends unknown[]>(cost: unknown, limiter: Limiter): number | 
   }
   return cost
 }
+
+/** Which outcome gives a request's cost back: a response that succeeded, or one that failed. */
+interface RefundRule<A extends unknown[]> {
+  readonly refundSucceeded: boolean
+  readonly succeeded: (...args: A) => Awaitable<boolean>
+}
+
+function refundRuleOf<A extends unknown[]>(
+  options: RateLimitOptions<A, unknown>,
+  limiter: Limiter,
+  adapter: Adapter<A>,
+): RefundRule<A> | undefined {
+  const { skipSuccessfulRequests = false, skipFailedRequests = false, requestWasSuccessful } = options
+  if (typeof skipSuccessfulRequests !== 'boolean') {
+    throw new ConfigError('skipSuccessfulRequests', skipSuccessfulRequests, 'must be true or false')
+  }
+  if (typeof skipFailedRequests !== 'boolean') {
+    throw new ConfigError('skipFailedRequests', skipFailedRequests, 'must be true or false')
+  }
+  if (requestWasSuccessful !== undefined && typeof requestWasSuccessful !== 'function') {
+    throw new ConfigError('requestWasSuccessful', requestWasSuccessful, 'must be a function of the request')
+  }
+  if (!skipSuccessfulRequests && !skipFailedRequests) {
+    if (requestWasSuccessful !== undefined) {
+      throw new ConfigError(
+        'requestWasSuccessful',
+        requestWasSuccessful,
+        'does nothing without skipSuccessfulRequests or skipFailedRequests',
+      )
+    }
+    return undefined
+  }
+  const field = skipSuccessfulRequests ? 'skipSuccessfulRequests' : 'skipFailedRequests'
+  if (skipSuccessfulRequests && skipFailedRequests) {
+    throw new ConfigError(field, true, 'cannot be used with skipFailedRequests: every request would be given back')
+  }
+  if (!limiter.canRefund) {
+    throw new ConfigError(field, true, "needs a store that can refund (MemoryStore, RedisStore); the limiter's cannot")
+  }
+  return {
+    refundSucceeded: skipSuccessfulRequests,
+    succeeded: requestWasSuccessful ?? ((...args: A) => adapter.status(...args) < 400),
+  }
+}
+
+/**
+ * The once-only `settle` of one admitted request. A refund that fails (the store is down, a
+ * timeout, requestWasSuccessful threw) is dropped: the request keeps counting, which errs on
+ * the side of limiting, and nothing is left to reject unhandled.
+ */
+function settlerOf<A extends unknown[]>(
+  limiter: Limiter,
+  key: string,
+  cost: number,
+  rule: RefundRule<A>,
+  args: A,
+): (completed: boolean) => void {
+  let settled = false
+  const refundIf = (succeeded: boolean): void => {
+    if (succeeded === rule.refundSucceeded) limiter.refund(key, { cost }).catch(ignore)
+  }
+  return (completed) => {
+    if (settled) return
+    settled = true
+    if (!completed) {
+      refundIf(false)
+      return
+    }
+    let verdict: Awaitable<boolean>
+    try {
+      verdict = rule.succeeded(...args)
+    } catch {
+      return
+    }
+    if (isThenable(verdict)) verdict.then((value) => refundIf(value === true), ignore)
+    else refundIf(verdict === true)
+  }
+}
+
+function ignore(): void {}

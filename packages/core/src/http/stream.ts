@@ -32,3 +32,24 @@ export function onStreamDone<T>(body: ReadableStream<T>, done: () => void): Read
     },
   })
 }
+
+/** The parts of a Node.js `ServerResponse` that tell when it is done (no `node:` import in core). */
+export interface NodeResponse {
+  once(event: 'finish' | 'close', listener: () => void): unknown
+  readonly writableFinished: boolean
+  readonly closed: boolean
+}
+
+/**
+ * Calls `done(true)` once the response has been written ('finish'), or `done(false)` when the
+ * connection closed before that (a client that went away), at once if either has happened.
+ * 'close' also follows 'finish': `done` must ignore calls after the first.
+ */
+export function onResponseDone(res: NodeResponse, done: (completed: boolean) => void): void {
+  if (res.writableFinished || res.closed) {
+    done(res.writableFinished)
+    return
+  }
+  res.once('finish', () => done(true))
+  res.once('close', () => done(false))
+}
