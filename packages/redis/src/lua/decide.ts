@@ -276,21 +276,20 @@ local function request(k, n, c)
   return struct.pack('<' .. string.rep('d', 5 * n + 1), unpack(reply))
 end
 
--- The cost argument: '1' compared, not parsed; 'peek' gives nil.
-local function costOf(text)
-  if text == '1' then return 1 end
-  return tonumber(text)
-end
-
+-- A cost of '1' is compared, not parsed; 'peek' parses to nil.
 if requests == 1 then
   policies = ARGV[1]
-  return request(0, #KEYS, costOf(ARGV[2]))
+  local c = 1
+  if ARGV[2] ~= '1' then c = tonumber(ARGV[2]) end
+  return request(0, #KEYS, c)
 end
 local replies, k = {}, 0
 for r = 1, requests do
   policies = ARGV[2 * r - 1]
   local n = #policies / 48
-  replies[r] = request(k, n, costOf(ARGV[2 * r]))
+  local c = 1
+  if ARGV[2 * r] ~= '1' then c = tonumber(ARGV[2 * r]) end
+  replies[r] = request(k, n, c)
   k = k + n
 end
 return table.concat(replies)
