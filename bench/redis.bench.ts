@@ -155,26 +155,31 @@ const admin = new Redis(server.port)
 type Row = { name: string; limits: number; seq: Sample; conc: Sample }
 const rows: Row[] = []
 try {
-  for (const contender of contenders) {
-    const runs: { seq: Sample; conc: Sample }[] = []
-    for (let round = 0; round < ROUNDS; round++) {
+  // Each round visits every contender, so a load spike on this shared machine lands on all of
+  // them rather than on one contender's three rounds.
+  const runs = contenders.map(() => [] as { seq: Sample; conc: Sample }[])
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [i, contender] of contenders.entries()) {
       await admin.flushall()
       const decide = await contender.make(client)
       await measure(decide, admin, 1000, IN_FLIGHT) // warm-up: scripts loaded, JIT warm
-      runs.push({
+      runs[i]?.push({
         seq: await measure(decide, admin, SEQUENTIAL, 1),
         conc: await measure(decide, admin, CONCURRENT, IN_FLIGHT),
       })
     }
+    process.stderr.write(`round ${round + 1} of ${ROUNDS} done\n`)
+  }
+  for (const [i, contender] of contenders.entries()) {
+    const samples = runs[i] ?? []
     const pick = (mode: 'seq' | 'conc'): Sample => ({
-      perSecond: median(runs.map((r) => r[mode].perSecond)),
-      topLevel: median(runs.map((r) => r[mode].topLevel)),
-      allCommands: median(runs.map((r) => r[mode].allCommands)),
-      cpuUs: median(runs.map((r) => r[mode].cpuUs)),
-      scriptUs: median(runs.map((r) => r[mode].scriptUs)),
+      perSecond: median(samples.map((r) => r[mode].perSecond)),
+      topLevel: median(samples.map((r) => r[mode].topLevel)),
+      allCommands: median(samples.map((r) => r[mode].allCommands)),
+      cpuUs: median(samples.map((r) => r[mode].cpuUs)),
+      scriptUs: median(samples.map((r) => r[mode].scriptUs)),
     })
     rows.push({ name: contender.name, limits: contender.limits, seq: pick('seq'), conc: pick('conc') })
-    process.stderr.write(`done: ${contender.name} (${contender.limits})\n`)
   }
 } finally {
   client.disconnect()
