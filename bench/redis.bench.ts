@@ -1,6 +1,7 @@
 /**
  * Redis stores side by side, on a private redis-server this script starts (loopback, stopped by
- * PID at the end): sluice's RedisStore through createLimiter, rate-limiter-flexible's
+ * PID at the end): sluice's RedisStore through createLimiter (coalescing on, its default, and
+ * off), rate-limiter-flexible's
  * RateLimiterRedis (RateLimiterUnion for two limits) and express-rate-limit's store
  * rate-limit-redis (two stores stacked, as two middlewares would, for two limits).
  *
@@ -39,10 +40,12 @@ interface Contender {
   make: (client: Redis) => Promise<Decide>
 }
 
-const sluice = (limits: PolicyInput[]) => async (client: Redis) => {
-  const limiter = createLimiter({ limits, store: new RedisStore({ client, prefix: 'sl:' }) })
-  return (key: string) => limiter.consume(key)
-}
+const sluice =
+  (limits: PolicyInput[], coalesce = true) =>
+  async (client: Redis) => {
+    const limiter = createLimiter({ limits, store: new RedisStore({ client, prefix: 'sl:', coalesce }) })
+    return (key: string) => limiter.consume(key)
+  }
 const rlflx = (durations: number[]) => async (client: Redis) => {
   const limiters = durations.map(
     (duration, i) => new RateLimiterRedis({ storeClient: client, points: 1e9, duration, keyPrefix: `rl${i}` }),
@@ -75,9 +78,15 @@ const contenders: Contender[] = [
     make: sluice([{ limit: 1e6, window: 60_000, algorithm: 'fixed-window' }]),
   },
   { name: 'sluice RedisStore (gcra)', limits: 1, make: sluice([{ limit: 1e6, window: 60_000, algorithm: 'gcra' }]) },
+  { name: 'sluice RedisStore (sliding-window), coalesce: false', limits: 1, make: sluice(['1000000/min'], false) },
   { name: 'rate-limiter-flexible RateLimiterRedis', limits: 1, make: rlflx([60]) },
   { name: 'express-rate-limit + rate-limit-redis', limits: 1, make: rateLimitRedis([60_000]) },
   { name: 'sluice RedisStore (sliding-window)', limits: 2, make: sluice(['1000000/min', '100000/s']) },
+  {
+    name: 'sluice RedisStore (sliding-window), coalesce: false',
+    limits: 2,
+    make: sluice(['1000000/min', '100000/s'], false),
+  },
   {
     name: 'sluice RedisStore (fixed-window)',
     limits: 2,
@@ -146,26 +155,31 @@ const admin = new Redis(server.port)
 type Row = { name: string; limits: number; seq: Sample; conc: Sample }
 const rows: Row[] = []
 try {
-  for (const contender of contenders) {
-    const runs: { seq: Sample; conc: Sample }[] = []
-    for (let round = 0; round < ROUNDS; round++) {
+  // Each round visits every contender, so a load spike on this shared machine lands on all of
+  // them rather than on one contender's three rounds.
+  const runs = contenders.map(() => [] as { seq: Sample; conc: Sample }[])
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [i, contender] of contenders.entries()) {
       await admin.flushall()
       const decide = await contender.make(client)
       await measure(decide, admin, 1000, IN_FLIGHT) // warm-up: scripts loaded, JIT warm
-      runs.push({
+      runs[i]?.push({
         seq: await measure(decide, admin, SEQUENTIAL, 1),
         conc: await measure(decide, admin, CONCURRENT, IN_FLIGHT),
       })
     }
+    process.stderr.write(`round ${round + 1} of ${ROUNDS} done\n`)
+  }
+  for (const [i, contender] of contenders.entries()) {
+    const samples = runs[i] ?? []
     const pick = (mode: 'seq' | 'conc'): Sample => ({
-      perSecond: median(runs.map((r) => r[mode].perSecond)),
-      topLevel: median(runs.map((r) => r[mode].topLevel)),
-      allCommands: median(runs.map((r) => r[mode].allCommands)),
-      cpuUs: median(runs.map((r) => r[mode].cpuUs)),
-      scriptUs: median(runs.map((r) => r[mode].scriptUs)),
+      perSecond: median(samples.map((r) => r[mode].perSecond)),
+      topLevel: median(samples.map((r) => r[mode].topLevel)),
+      allCommands: median(samples.map((r) => r[mode].allCommands)),
+      cpuUs: median(samples.map((r) => r[mode].cpuUs)),
+      scriptUs: median(samples.map((r) => r[mode].scriptUs)),
     })
     rows.push({ name: contender.name, limits: contender.limits, seq: pick('seq'), conc: pick('conc') })
-    process.stderr.write(`done: ${contender.name} (${contender.limits})\n`)
   }
 } finally {
   client.disconnect()
@@ -188,11 +202,14 @@ for (const r of rows) {
   )
 }
 console.log('\nRatios, sluice (sliding-window, the default) against rate-limiter-flexible:')
+const SLIDING = 'sluice RedisStore (sliding-window)'
 for (const limits of [1, 2]) {
-  const ours = rows.find((r) => r.limits === limits && r.name.startsWith('sluice RedisStore (sliding'))
   const theirs = rows.find((r) => r.limits === limits && r.name.startsWith('rate-limiter-flexible'))
-  if (!ours || !theirs) continue
-  console.log(
-    `- ${limits} limit${limits > 1 ? 's' : ''}: throughput ×${fmt(ours.seq.perSecond / theirs.seq.perSecond, 2)} (1 in flight), ×${fmt(ours.conc.perSecond / theirs.conc.perSecond, 2)} (64 in flight); server CPU per decision ×${fmt(ours.conc.cpuUs / theirs.conc.cpuUs, 2)}, script µs per decision ×${fmt(ours.conc.scriptUs / theirs.conc.scriptUs, 2)}`,
-  )
+  for (const name of [SLIDING, `${SLIDING}, coalesce: false`]) {
+    const ours = rows.find((r) => r.limits === limits && r.name === name)
+    if (!ours || !theirs) continue
+    console.log(
+      `- ${limits} limit${limits > 1 ? 's' : ''}${name === SLIDING ? '' : ', coalesce: false'}: throughput ×${fmt(ours.seq.perSecond / theirs.seq.perSecond, 2)} (1 in flight), ×${fmt(ours.conc.perSecond / theirs.conc.perSecond, 2)} (64 in flight); server CPU per decision ×${fmt(ours.conc.cpuUs / theirs.conc.cpuUs, 2)}, script µs per decision ×${fmt(ours.conc.scriptUs / theirs.conc.scriptUs, 2)}`,
+    )
+  }
 }

@@ -41,4 +41,25 @@ describe.skipIf(redis === undefined)('parity: MemoryStore and RedisStore give id
       { numRuns: 150 },
     )
   })
+
+  // Steps of one instant sent together: the store coalesces them into one script call, which
+  // must decide them one after the other, as the memory store does in sequence.
+  it.each(traces.map((t) => [t.name, t] as const))('%s, same-instant steps sent together', async (_, trace) => {
+    const expected = await runTrace(trace, memory, 'together', TRACE_START)
+    const actual = await runTrace(trace, onRedis, 'together', TRACE_START, { together: true })
+    expect(differences(trace, expected, actual)).toEqual([])
+  })
+
+  it('random policy sets and traces, same-instant steps sent together', async () => {
+    let run = 0
+    await fc.assert(
+      fc.asyncProperty(traceArbitrary, async (trace) => {
+        const key = `random-together-${run++}`
+        const expected = await runTrace(trace, memory, key, TRACE_START)
+        const actual = await runTrace(trace, onRedis, key, TRACE_START, { together: true })
+        expect(differences(trace, expected, actual)).toEqual([])
+      }),
+      { numRuns: 150 },
+    )
+  })
 })

@@ -1,34 +1,49 @@
-import { type Outcome, parsePolicies, type Store } from '@sluice/core'
-import type { Trace } from './traces.js'
+import { type Awaitable, type Outcome, type PolicySet, parsePolicies, type Store } from '@sluice/core'
+import type { Trace, TraceStep } from './traces.js'
 
 /** A store under test, reading the trace's clock through `now`. */
 export type StoreFactory = (now: () => number) => Required<Store>
 
-/** Runs one trace on a fresh store and key; one outcome list per step. */
+/**
+ * Runs one trace on a fresh store and key; one outcome list per step. With `together`, the steps
+ * of one instant (a step and the advance-0 steps after it) are asked for in the same event-loop
+ * turn, without waiting for each other, so a coalescing store decides them in one script call.
+ */
 export async function runTrace(
   trace: Trace,
   makeStore: StoreFactory,
   key: string,
   start: number,
+  { together = false } = {},
 ): Promise<(readonly Outcome[])[]> {
   let now = start
   const store = makeStore(() => now)
   const set = parsePolicies(trace.limits)
   const results: (readonly Outcome[])[] = []
+  const { steps } = trace
   try {
-    for (const [advance, action] of trace.steps) {
-      now += advance
-      if (typeof action === 'object') {
-        await store.refund(key, set, action.refund)
-        results.push(await store.peek(key, set))
-      } else {
-        results.push(await (action === 'peek' ? store.peek(key, set) : store.consume(key, set, action)))
-      }
+    for (let i = 0; i < steps.length; ) {
+      now += (steps[i] as TraceStep)[0]
+      const answers = []
+      do {
+        answers.push(ask(store, key, set, (steps[i] as TraceStep)[1]))
+        i++
+      } while (together && i < steps.length && (steps[i] as TraceStep)[0] === 0)
+      results.push(...(await Promise.all(answers)))
     }
   } finally {
     await store.reset(key, set)
   }
   return results
+}
+
+/** One step's outcomes; a refund is sent, then a peek shows its effect (sent in that order). */
+function ask(store: Required<Store>, key: string, set: PolicySet, action: TraceStep[1]): Awaitable<readonly Outcome[]> {
+  if (action === 'peek') return store.peek(key, set)
+  if (typeof action === 'number') return store.consume(key, set, action)
+  const refunded = store.refund(key, set, action.refund)
+  const after = store.peek(key, set)
+  return Promise.all([refunded, after]).then(([, outcomes]) => outcomes)
 }
 
 /** The steps where two runs differ, readable in a failure message (empty when identical). */

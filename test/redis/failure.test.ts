@@ -78,6 +78,12 @@ describe.skipIf(!(await privateRedisAvailable()))('failure: Redis stopped, stall
       expect(d.took).toBeLessThan(TIMEOUT + SLACK)
       expect(d).toMatchObject({ allowed: false, source: 'error' })
     }
+    // Asked together (one coalesced call after the first): each caller gets its own answer.
+    const together = await Promise.all(Array.from({ length: 10 }, (_, i) => timed(() => deny.consume(`t${i}`))))
+    for (const d of together) {
+      expect(d.took).toBeLessThan(TIMEOUT + SLACK)
+      expect(d).toMatchObject({ allowed: false, source: 'error' })
+    }
     // The fallback store enforces the same policy meanwhile: 5 admitted, then denied.
     const local = await Promise.all(Array.from({ length: 7 }, () => timed(() => fallback.consume('b'))))
     expect(local.map((d) => d.source)).toEqual(Array(7).fill('fallback'))
@@ -101,15 +107,20 @@ describe.skipIf(!(await privateRedisAvailable()))('failure: Redis stopped, stall
 
     const sleeping = admin.call('DEBUG', 'SLEEP', '1.5')
     await new Promise((r) => setTimeout(r, 20))
+    // The first call goes alone; the others wait in one coalesced call per store.
     const during = await Promise.all([
       timed(() => allow.consume('s')),
       timed(() => fallback.consume('s')),
       timed(() => allow.peek('s')),
+      timed(() => allow.consume('t')),
+      timed(() => fallback.consume('t')),
     ])
     expect(during.map((d) => [d.source, d.allowed])).toEqual([
       ['error', true],
       ['fallback', true],
       ['error', true],
+      ['error', true],
+      ['fallback', true],
     ])
     for (const d of during) expect(d.took).toBeLessThan(TIMEOUT + SLACK)
     await sleeping

@@ -206,3 +206,19 @@ export function parseCommandStats(info: string): Record<string, { calls: number;
   }
   return stats
 }
+
+/**
+ * Commands a server ran between two `parseCommandStats` snapshots, as calls per command, without
+ * the INFO and CONFIG RESETSTAT calls of the test itself.
+ */
+export function commandsBetween(
+  before: Record<string, { calls: number }>,
+  after: Record<string, { calls: number }>,
+): Record<string, number> {
+  const ran: Record<string, number> = {}
+  for (const [name, { calls }] of Object.entries(after)) {
+    const delta = calls - (before[name]?.calls ?? 0)
+    if (delta > 0 && name !== 'info' && name !== 'config|resetstat') ran[name] = delta
+  }
+  return ran
+}

@@ -21,11 +21,21 @@ export interface RedisStoreOptions {
    * the denied cache). Leave unset in production so every process shares the server's clock.
    */
   now?: () => number
+  /**
+   * Decisions that arrive while a script call is in flight go together, up to `maxBatch` (default
+   * 16) per script call, decided in arrival order, each still atomic; on a Cluster only those of
+   * one client key. A decision with nothing in flight goes at once. Default on; `false` sends
+   * every decision on its own.
+   */
+  coalesce?: boolean | { maxBatch?: number }
 }
 
 const SHA = createHash('sha1').update(DECIDE_LUA).digest('hex')
 const REFUND_SHA = createHash('sha1').update(REFUND_LUA).digest('hex')
 const DEFAULT_DENIED_CACHE_KEYS = 10_000
+const DEFAULT_MAX_BATCH = 16
+/** A script blocks Redis while it runs (a few µs per decision and policy), so batches stay short. */
+const MAX_BATCH_LIMIT = 1000
 /** Bytes per policy in a script reply (five doubles), after the leading all-allowed flag. */
 const REPLY_STRIDE = 40
 /** Bytes per policy in the script's policy argument (six doubles). */
@@ -44,7 +54,28 @@ const ALGORITHM_CODES: Record<AlgorithmName, number> = {
  */
 const LAYOUT = 'b:'
 
-type Mode = 'consume' | 'peek'
+/** Decisions waiting to be sent as one script call, with the promise of their outcomes. */
+class Batch {
+  readonly keys: string[] = []
+  /** Per decision: its policy argument and its cost (or 'peek'). */
+  readonly args: (Buffer | string)[] = []
+  /** Per decision: its number of policies, to split the reply. */
+  readonly sizes: number[] = []
+  readonly outcomes: Promise<Outcome[][]>
+  settle!: (outcomes: Promise<Outcome[][]>) => void
+
+  constructor() {
+    this.outcomes = new Promise((resolve) => {
+      this.settle = resolve
+    })
+  }
+
+  add(keys: string[], policies: Buffer, cost: string): number {
+    for (const key of keys) this.keys.push(key)
+    this.args.push(policies, cost)
+    return this.sizes.push(keys.length) - 1
+  }
+}
 
 /** ioredis makes a `…Buffer` twin of every command at run time; its typings omit these two. */
 interface BufferScripts {
@@ -65,12 +96,21 @@ export class RedisStore implements Store {
   readonly #denied: DeniedCache | undefined
   /** The script's policy argument, built once per policy set. */
   readonly #policyArgs = new WeakMap<PolicySet, Buffer>()
+  /** Decisions per script call at most; undefined when coalescing is off. */
+  readonly #maxBatch: number | undefined
+  /** On a Cluster a script's keys must share a slot: only one client key's decisions share a call. */
+  readonly #byClientKey: boolean
+  /** Batches being filled, by client key on a Cluster, else all under ''. */
+  readonly #pending = new Map<string, Batch>()
+  #flushScheduled = false
+  /** Script calls sent and not yet answered. */
+  #inFlight = 0
 
   constructor(options: RedisStoreOptions) {
     if (options === null || typeof options !== 'object') {
       throw new ConfigError('options', options, 'must be an object such as { client: new Redis() }')
     }
-    const { client, prefix = 'sluice:', deniedCache = true, now } = options
+    const { client, prefix = 'sluice:', deniedCache = true, now, coalesce = true } = options
     if (client === null || typeof client !== 'object' || typeof client.evalsha !== 'function') {
       throw new ConfigError('client', client, 'must be an ioredis Redis or Cluster instance')
     }
@@ -84,26 +124,29 @@ export class RedisStore implements Store {
     this.prefix = prefix
     this.#now = now
     this.#denied = deniedCache === false ? undefined : new DeniedCache(deniedCacheKeys(deniedCache))
+    this.#maxBatch = maxBatchOf(coalesce)
+    this.#byClientKey = client.isCluster === true
   }
 
   consume(key: string, set: PolicySet, cost: number): readonly Outcome[] | Promise<readonly Outcome[]> {
     const cache = this.#denied
-    if (cache === undefined) return this.#decide('consume', key, set, cost)
+    if (cache === undefined) return this.#decide(key, set, String(cost))
     const id = cacheId(key, set)
     const cached = cache.get(id, cost, this.#localNow())
     if (cached !== undefined) return cached
-    return this.#decide('consume', key, set, cost).then((outcomes) => {
+    return this.#decide(key, set, String(cost)).then((outcomes) => {
       if (outcomes.some((o) => !o.allowed)) cache.set(id, cost, this.#localNow(), outcomes)
       return outcomes
     })
   }
 
   peek(key: string, set: PolicySet): Promise<readonly Outcome[]> {
-    return this.#decide('peek', key, set, 1)
+    return this.#decide(key, set, 'peek')
   }
 
   async reset(key: string, set: PolicySet): Promise<void> {
     this.#denied?.delete(cacheId(key, set))
+    this.#flush() // decisions asked for earlier, still waiting in a batch, go first
     await this.#client.del(...this.keysOf(key, set))
   }
 
@@ -113,6 +156,7 @@ export class RedisStore implements Store {
    * refund may admit what it would still deny.
    */
   async refund(key: string, set: PolicySet, cost: number): Promise<void> {
+    this.#flush() // decisions asked for earlier, still waiting in a batch, go first
     const keys = this.keysOf(key, set)
     const args: (Buffer | string)[] = [this.#argsOf(set), String(cost)]
     if (this.#now !== undefined) args.push(String(this.#now()))
@@ -128,33 +172,76 @@ export class RedisStore implements Store {
 
   /** The Redis keys holding `key`'s state under `set`, one per policy, in order. */
   keysOf(key: string, set: PolicySet): string[] {
-    const head = `${this.prefix}{${hashTag(key)}}:${LAYOUT}`
+    return this.#keysUnder(this.#head(key), set)
+  }
+
+  #head(key: string): string {
+    return `${this.prefix}{${hashTag(key)}}:${LAYOUT}`
+  }
+
+  #keysUnder(head: string, set: PolicySet): string[] {
     return set.policies.map((policy) => head + policy.id)
   }
 
-  async #decide(mode: Mode, key: string, set: PolicySet, cost: number): Promise<readonly Outcome[]> {
-    const keys = this.keysOf(key, set)
-    const args: (Buffer | string)[] = [this.#argsOf(set), mode === 'peek' ? 'peek' : String(cost)]
-    if (this.#now !== undefined) args.push(String(this.#now()))
-    const reply = await this.#eval(keys, args)
-    const outcomes: Outcome[] = new Array(keys.length)
-    for (let i = 0; i < keys.length; i++) {
-      const at = 8 + i * REPLY_STRIDE
-      outcomes[i] = {
-        allowed: reply.readDoubleLE(at) === 1,
-        remaining: reply.readDoubleLE(at + 8),
-        resetAfter: reply.readDoubleLE(at + 16),
-        retryAfter: reply.readDoubleLE(at + 24),
-        delay: reply.readDoubleLE(at + 32),
-      }
+  /**
+   * One decision at `cost` (decimal text, or 'peek'). With nothing in flight it goes at once, on
+   * its own; otherwise it joins the batch being filled, which goes when full or at the end of
+   * this event-loop turn (setImmediate, after the replies and callbacks of this turn have run),
+   * so a busy store sends one script call where it would have sent many.
+   */
+  #decide(key: string, set: PolicySet, cost: string): Promise<readonly Outcome[]> {
+    const head = this.#head(key)
+    const keys = this.#keysUnder(head, set)
+    const maxBatch = this.#maxBatch
+    if (maxBatch === undefined || (this.#inFlight === 0 && this.#pending.size === 0)) {
+      return this.#send(keys, [this.#argsOf(set), cost], [keys.length]).then(firstOf)
     }
-    return outcomes
+    const group = this.#byClientKey ? head : ''
+    let batch = this.#pending.get(group)
+    if (batch === undefined) {
+      batch = new Batch()
+      this.#pending.set(group, batch)
+    }
+    const index = batch.add(keys, this.#argsOf(set), cost)
+    if (batch.sizes.length >= maxBatch) {
+      this.#pending.delete(group)
+      this.#launch(batch)
+    } else if (!this.#flushScheduled) {
+      this.#flushScheduled = true
+      setImmediate(this.#flush)
+    }
+    return batch.outcomes.then((all) => all[index] as Outcome[])
+  }
+
+  /** Sends every batch being filled (one per client key on a Cluster). */
+  readonly #flush = (): void => {
+    this.#flushScheduled = false
+    for (const batch of this.#pending.values()) this.#launch(batch)
+    this.#pending.clear()
+  }
+
+  #launch(batch: Batch): void {
+    batch.settle(this.#send(batch.keys, batch.args, batch.sizes))
+  }
+
+  /** One script call deciding `sizes.length` decisions in order; their outcomes, in order. */
+  async #send(keys: string[], args: (Buffer | string)[], sizes: number[]): Promise<Outcome[][]> {
+    if (this.#now !== undefined) args.push(String(this.#now()))
+    this.#inFlight++
+    let reply: Buffer
+    try {
+      reply = await this.#eval(keys, args)
+    } finally {
+      this.#inFlight--
+    }
+    return splitReply(reply, sizes)
   }
 
   /**
    * EVALSHA, and EVAL only when the node answers NOSCRIPT (a new Cluster shard, a restart, SCRIPT
-   * FLUSH). NOSCRIPT means the script did not run, so the retry never counts a request twice;
-   * on a Cluster both go to the node owning the key's slot, so every node heals itself.
+   * FLUSH). NOSCRIPT means the script did not run (no decision of the batch), so the retry never
+   * counts a request twice; on a Cluster both go to the node owning the key's slot, so every node
+   * heals itself.
    */
   async #eval(keys: string[], args: (Buffer | string)[]): Promise<Buffer> {
     try {
@@ -186,6 +273,45 @@ export class RedisStore implements Store {
   #localNow(): number {
     return this.#now === undefined ? Date.now() : this.#now()
   }
+}
+
+/** Per decision: the all-allowed flag, then five doubles per policy. */
+function splitReply(reply: Buffer, sizes: number[]): Outcome[][] {
+  const all: Outcome[][] = new Array(sizes.length)
+  let at = 0
+  for (let d = 0; d < sizes.length; d++) {
+    const n = sizes[d] as number
+    const outcomes: Outcome[] = new Array(n)
+    at += 8
+    for (let i = 0; i < n; i++, at += REPLY_STRIDE) {
+      outcomes[i] = {
+        allowed: reply.readDoubleLE(at) === 1,
+        remaining: reply.readDoubleLE(at + 8),
+        resetAfter: reply.readDoubleLE(at + 16),
+        retryAfter: reply.readDoubleLE(at + 24),
+        delay: reply.readDoubleLE(at + 32),
+      }
+    }
+    all[d] = outcomes
+  }
+  return all
+}
+
+function firstOf(all: Outcome[][]): Outcome[] {
+  return all[0] as Outcome[]
+}
+
+function maxBatchOf(option: unknown): number | undefined {
+  if (option === false) return undefined
+  if (option === true) return DEFAULT_MAX_BATCH
+  if (option === null || typeof option !== 'object') {
+    throw new ConfigError('coalesce', option, 'must be true, false or { maxBatch }')
+  }
+  const { maxBatch = DEFAULT_MAX_BATCH } = option as { maxBatch?: unknown }
+  if (typeof maxBatch !== 'number' || !Number.isSafeInteger(maxBatch) || maxBatch < 1 || maxBatch > MAX_BATCH_LIMIT) {
+    throw new ConfigError('coalesce.maxBatch', maxBatch, `must be a whole number from 1 to ${MAX_BATCH_LIMIT}`)
+  }
+  return maxBatch
 }
 
 function deniedCacheKeys(option: true | { maxKeys?: number }): number {

@@ -1,15 +1,18 @@
 /**
- * The decision script: every policy of a set for one client key, in one call, all-or-nothing.
- * Each algorithm mirrors its TypeScript transition in @sluice/core line for line (same
- * formulas, same order of float operations, same EPSILON/ceil/floor rules), so the memory store
- * and Redis give identical outcomes; the parity traces in test/parity hold them to it.
+ * The decision script: one or more requests, each deciding every policy of a set for one client
+ * key, all-or-nothing, one after the other in argument order (a later request on the same key
+ * sees an earlier one's write). Each algorithm mirrors its TypeScript transition in @sluice/core
+ * line for line (same formulas, same order of float operations, same EPSILON/ceil/floor rules),
+ * so the memory store and Redis give identical outcomes; the parity traces in test/parity hold
+ * them to it.
  *
- * KEYS: one per policy, all under one hash tag.
- * ARGV: [1] the policies, six little-endian doubles each (algorithm code, limit, window, burst,
- *       precision, maxDelay; built once per policy set by the store), [2] the cost, or 'peek',
- *       [3] optional: now in epoch ms (tests); without it the script reads the server's TIME.
- * Reply: one binary string of little-endian doubles: all-allowed (1|0), then per policy allowed
- *        (1|0), remaining, resetAfter, retryAfter, delay.
+ * KEYS: every request's keys in request order, one per policy; on a Cluster all in one slot.
+ * ARGV: two per request: the policies, six little-endian doubles each (algorithm code, limit,
+ *       window, burst, precision, maxDelay; built once per policy set by the store; its length
+ *       says how many of KEYS are the request's), then the cost, or 'peek'. Optional last (an
+ *       odd count): now in epoch ms (tests); without it the script reads the server's TIME, once.
+ * Reply: one binary string of little-endian doubles, per request in order: all-allowed (1|0),
+ *        then per policy allowed (1|0), remaining, resetAfter, retryAfter, delay.
  * State: one string per key, the algorithm's numbers as little-endian doubles (exact, and read
  *        with one C call each, where text needs parsing and formatting).
  * Writes: PSETEX with resetAfter + 1 s, or SETRANGE in place when a fixed-window or
@@ -18,6 +21,7 @@
  *       so it avoids what the profile (INFO commandstats) showed to be dear: tonumber() on
  *       arguments, string formatting and parsing, closures over many locals, tables per policy,
  *       a Lua table as the reply, Lua numbers as command arguments (Redis formats them %.17g).
+ *       Several requests in one call share the call's fixed cost (dispatch, TIME, setup).
  */
 export const DECIDE_LUA = `
 -- Kept past resetAfter so a state is never lost to the gap between the decision's clock and
@@ -36,13 +40,12 @@ local function floorUnits(units)
   return math.floor(units + 1e-6)
 end
 
-local policies = ARGV[1]
-local cost = 1
-if ARGV[2] ~= '1' then cost = tonumber(ARGV[2]) end
-local peek = cost == nil
-local now = ARGV[3]
-if now then
-  now = tonumber(now)
+-- The policies of the request being decided (read by decide).
+local policies
+local requests = math.floor(#ARGV / 2)
+local now
+if #ARGV > 2 * requests then
+  now = tonumber(ARGV[#ARGV])
 else
   -- Effects replication (the default since Redis 5) lets a script write after TIME.
   local time = redis.call('TIME')
@@ -207,65 +210,87 @@ local function decide(i, state, c)
     ceilMs(nextBacklog - tolerance), struct.pack('<d', now + nextBacklog)
 end
 
-local n = #KEYS
-if n == 1 and not peek then
-  -- The common case, without a table.
-  local ok, remaining, resetAfter, retryAfter, delay, state, keep = decide(1, redis.call('GET', KEYS[1]), cost)
-  if not ok then return struct.pack('<dddddd', 0, 0, remaining, resetAfter, retryAfter, delay) end
-  if cost > 0 then
-    if keep then
-      redis.call('SETRANGE', KEYS[1], '0', state)
-    else
-      -- PSETEX is SET ... PX. The expiry goes as text formatted here (%d), which is cheaper
-      -- than Redis's own conversion of a Lua number (%.17g).
-      redis.call('PSETEX', KEYS[1], string.format('%d', resetAfter + EXPIRY_SLACK_MS), state)
+-- Decides one request whose n keys follow the first k of KEYS, at cost c (nil: peek), and
+-- answers its part of the reply.
+local function request(k, n, c)
+  if n == 1 and c then
+    -- The common case, without a table.
+    local key = KEYS[k + 1]
+    local ok, remaining, resetAfter, retryAfter, delay, state, keep = decide(1, redis.call('GET', key), c)
+    if not ok then return struct.pack('<dddddd', 0, 0, remaining, resetAfter, retryAfter, delay) end
+    if c > 0 then
+      if keep then
+        redis.call('SETRANGE', key, '0', state)
+      else
+        -- PSETEX is SET ... PX. The expiry goes as text formatted here (%d), which is cheaper
+        -- than Redis's own conversion of a Lua number (%.17g).
+        redis.call('PSETEX', key, string.format('%d', resetAfter + EXPIRY_SLACK_MS), state)
+      end
     end
+    return struct.pack('<dddddd', 1, 1, remaining, resetAfter, retryAfter, delay)
   end
-  return struct.pack('<dddddd', 1, 1, remaining, resetAfter, retryAfter, delay)
-end
 
-local stored = redis.call('MGET', unpack(KEYS))
--- reply[1]: all allowed; then five values per policy, from reply[5 i - 3].
-local reply = { 1 }
-local writes, keeps = {}, {}
-for i = 1, n do
-  local at = 5 * i - 3
-  local ok, remaining, resetAfter, retryAfter, delay
-  if peek then
-    -- As peekOutcome: the quota left (a cost-0 step), and when a cost-1 request would pass.
-    local _
-    ok, _, _, retryAfter = decide(i, stored[i], 1)
-    _, remaining, resetAfter = decide(i, stored[i], 0)
-    delay = 0
-  else
-    ok, remaining, resetAfter, retryAfter, delay, writes[i], keeps[i] = decide(i, stored[i], cost)
+  local stored = redis.call('MGET', unpack(KEYS, k + 1, k + n))
+  -- reply[1]: all allowed; then five values per policy, from reply[5 i - 3].
+  local reply = { 1 }
+  local writes, keeps = {}, {}
+  for i = 1, n do
+    local at = 5 * i - 3
+    local ok, remaining, resetAfter, retryAfter, delay
+    if c then
+      ok, remaining, resetAfter, retryAfter, delay, writes[i], keeps[i] = decide(i, stored[i], c)
+    else
+      -- As peekOutcome: the quota left (a cost-0 step), and when a cost-1 request would pass.
+      local _
+      ok, _, _, retryAfter = decide(i, stored[i], 1)
+      _, remaining, resetAfter = decide(i, stored[i], 0)
+      delay = 0
+    end
+    if ok then reply[at] = 1 else reply[at] = 0; reply[1] = 0 end
+    reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4] = remaining, resetAfter, retryAfter, delay
   end
-  if ok then reply[at] = 1 else reply[at] = 0; reply[1] = 0 end
-  reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4] = remaining, resetAfter, retryAfter, delay
-end
 
-if reply[1] == 0 then
-  if not peek then
-    -- As core's evaluate: nothing is taken, so the policies that would have admitted report
-    -- their quota untouched (a cost-0 step).
+  if reply[1] == 0 then
+    if c then
+      -- As core's evaluate: nothing is taken, so the policies that would have admitted report
+      -- their quota untouched (a cost-0 step).
+      for i = 1, n do
+        local at = 5 * i - 3
+        if reply[at] == 1 then
+          local ok, remaining, resetAfter, retryAfter, delay = decide(i, stored[i], 0)
+          if ok then reply[at] = 1 else reply[at] = 0 end
+          reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4] = remaining, resetAfter, retryAfter, delay
+        end
+      end
+    end
+  elseif c and c > 0 then
+    -- All-or-nothing: a denied request writes nothing anywhere.
     for i = 1, n do
-      local at = 5 * i - 3
-      if reply[at] == 1 then
-        local ok, remaining, resetAfter, retryAfter, delay = decide(i, stored[i], 0)
-        if ok then reply[at] = 1 else reply[at] = 0 end
-        reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4] = remaining, resetAfter, retryAfter, delay
+      if keeps[i] then
+        redis.call('SETRANGE', KEYS[k + i], '0', writes[i])
+      else
+        redis.call('PSETEX', KEYS[k + i], string.format('%d', reply[5 * i - 1] + EXPIRY_SLACK_MS), writes[i])
       end
     end
   end
-elseif not peek and cost > 0 then
-  -- All-or-nothing: a denied request writes nothing anywhere.
-  for i = 1, n do
-    if keeps[i] then
-      redis.call('SETRANGE', KEYS[i], '0', writes[i])
-    else
-      redis.call('PSETEX', KEYS[i], string.format('%d', reply[5 * i - 1] + EXPIRY_SLACK_MS), writes[i])
-    end
-  end
+  return struct.pack('<' .. string.rep('d', 5 * n + 1), unpack(reply))
 end
-return struct.pack('<' .. string.rep('d', 5 * n + 1), unpack(reply))
+
+-- A cost of '1' is compared, not parsed; 'peek' parses to nil.
+if requests == 1 then
+  policies = ARGV[1]
+  local c = 1
+  if ARGV[2] ~= '1' then c = tonumber(ARGV[2]) end
+  return request(0, #KEYS, c)
+end
+local replies, k = {}, 0
+for r = 1, requests do
+  policies = ARGV[2 * r - 1]
+  local n = #policies / 48
+  local c = 1
+  if ARGV[2 * r] ~= '1' then c = tonumber(ARGV[2 * r]) end
+  replies[r] = request(k, n, c)
+  k = k + n
+end
+return table.concat(replies)
 `
