@@ -30,8 +30,14 @@ export interface RedisStoreOptions {
   coalesce?: boolean | { maxBatch?: number }
 }
 
-const SHA = createHash('sha1').update(DECIDE_LUA).digest('hex')
-const REFUND_SHA = createHash('sha1').update(REFUND_LUA).digest('hex')
+/** A Lua script and the SHA1 that EVALSHA names it by. */
+interface Script {
+  readonly source: string
+  readonly sha: string
+}
+const script = (source: string): Script => ({ source, sha: createHash('sha1').update(source).digest('hex') })
+const DECIDE = script(DECIDE_LUA)
+const REFUND = script(REFUND_LUA)
 const DEFAULT_DENIED_CACHE_KEYS = 10_000
 const DEFAULT_MAX_BATCH = 16
 /** A script blocks Redis while it runs (a few µs per decision and policy), so batches stay short. */
@@ -160,13 +166,7 @@ export class RedisStore implements Store {
     const keys = this.keysOf(key, set)
     const args: (Buffer | string)[] = [this.#argsOf(set), String(cost)]
     if (this.#now !== undefined) args.push(String(this.#now()))
-    try {
-      await this.#client.evalsha(REFUND_SHA, keys.length, ...keys, ...args)
-    } catch (error) {
-      // As #eval: NOSCRIPT means the script did not run, so sending it whole cannot refund twice.
-      if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error
-      await this.#client.eval(REFUND_LUA, keys.length, ...keys, ...args)
-    }
+    await this.#eval(REFUND, keys, args)
     this.#denied?.delete(cacheId(key, set))
   }
 
@@ -230,7 +230,7 @@ export class RedisStore implements Store {
     this.#inFlight++
     let reply: Buffer
     try {
-      reply = await this.#eval(keys, args)
+      reply = await this.#eval(DECIDE, keys, args)
     } finally {
       this.#inFlight--
     }
@@ -243,14 +243,15 @@ export class RedisStore implements Store {
    * counts a request twice; on a Cluster both go to the node owning the key's slot, so every node
    * heals itself.
    */
-  async #eval(keys: string[], args: (Buffer | string)[]): Promise<Buffer> {
+  async #eval(script: Script, keys: string[], args: (Buffer | string)[]): Promise<Buffer> {
+    const client = this.#client as unknown as BufferScripts
     try {
       // The *Buffer forms: the reply is binary, not UTF-8 text. Not callBuffer('evalsha', …), which
       // ioredis's enableAutoPipelining sends with the script's SHA as the command name.
-      return await (this.#client as unknown as BufferScripts).evalshaBuffer(SHA, keys.length, ...keys, ...args)
+      return await client.evalshaBuffer(script.sha, keys.length, ...keys, ...args)
     } catch (error) {
       if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error
-      return await (this.#client as unknown as BufferScripts).evalBuffer(DECIDE_LUA, keys.length, ...keys, ...args)
+      return await client.evalBuffer(script.source, keys.length, ...keys, ...args)
     }
   }
 
