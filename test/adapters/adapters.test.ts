@@ -219,6 +219,51 @@ const cases: Case[] = [
     },
   },
   {
+    name: "limiter as a function of the request picks each request's limits (plans), headers included",
+    async run(h) {
+      const { store } = clocked()
+      const free = createLimiter({ limits: '1/min', store })
+      const pro = createLimiter({ limits: '3/min', store })
+      const limiter = async (r: { header(n: string): string | undefined }) =>
+        r.header('x-plan') === 'pro' ? pro : free
+      const key = (r: { header(n: string): string | undefined }) => r.header('x-user') ?? ''
+      const spec = { use: [h.rateLimit({ limiter, key })], routes: [{ path: '/' }] }
+      await withApp(h, spec, async (app) => {
+        const freeUser = { 'x-user': 'ann' }
+        const proUser = { 'x-user': 'bob', 'x-plan': 'pro' }
+        const first = await app.get('/', freeUser)
+        expect(first.status).toBe(200)
+        expect(first.headers['ratelimit-policy']).toBe('"1-per-1m";q=1;w=60')
+        expect((await app.get('/', freeUser)).status).toBe(429)
+        for (let i = 0; i < 3; i++) {
+          const reply = await app.get('/', proUser)
+          expect(reply.status).toBe(200)
+          expect(reply.headers.ratelimit).toBe(`"3-per-1m";r=${2 - i};t=120`)
+        }
+        expect((await app.get('/', proUser)).status).toBe(429)
+        expect((await free.peek('bob')).remaining).toBe(1)
+      })
+    },
+  },
+  {
+    name: 'a limiter function that returns no limiter fails the request with an error naming limiter',
+    async run(h) {
+      const spec = { use: [h.rateLimit({ limiter: () => ({}) as Limiter })], routes: [{ path: '/' }] }
+      await withApp(h, spec, async (app) => {
+        const reply = await app.get('/')
+        expect(reply.status).toBe(500)
+        expect(reply.body).toMatchObject({ error: 'ConfigError' })
+        expect((reply.body as { message: string }).message).toMatch(
+          /^limiter must return a limiter made by createLimiter\(\), got /,
+        )
+        expect(app.handled).toBe(0)
+      })
+      expect(() => h.rateLimit({ limiter: () => ({}) as Limiter, store: new MemoryStore() })).toThrow(
+        /^store .*belongs to the prebuilt limiter/,
+      )
+    },
+  },
+  {
     name: 'a cost function that returns no whole number fails the request with an error naming cost and the value',
     async run(h) {
       const { store } = clocked()

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net'
 import { Readable } from 'node:stream'
 import { createAdaptorServer } from '@hono/node-server'
 import Router from '@koa/router'
-import type { ConcurrencyInfo, Decision } from '@sluice/core'
+import type { ConcurrencyInfo, Decision, Limiter } from '@sluice/core'
 import * as sluiceExpress from '@sluice/express'
 import * as sluiceHono from '@sluice/hono'
 import * as sluiceKoa from '@sluice/koa'
@@ -28,7 +28,8 @@ export interface Custom {
   body: unknown
 }
 
-type Neutral<O, I> = Omit<O, 'key' | 'skip' | 'cost' | 'message' | 'onLimited' | 'requestWasSuccessful'> & {
+type Neutral<O, I> = Omit<O, 'key' | 'skip' | 'cost' | 'message' | 'onLimited' | 'requestWasSuccessful' | 'limiter'> & {
+  limiter?: Limiter | ((r: Req) => Limiter | Promise<Limiter>)
   key?: (r: Req) => string
   skip?: (r: Req) => boolean
   requestWasSuccessful?: (r: Req) => boolean | Promise<boolean>
@@ -102,8 +103,10 @@ function convert<O extends Neutral<object, I>, I, Args extends unknown[], R>(
   custom: (args: Args, out: Custom) => R,
 ) {
   const { key, skip, cost, message, onLimited, requestWasSuccessful, ...rest } = options
+  const { limiter } = options as { limiter?: Limiter | ((r: Req) => Limiter | Promise<Limiter>) }
   return {
     ...rest,
+    ...(typeof limiter === 'function' && { limiter: (...args: Args) => limiter(reqOf(...args)) }),
     ...(key && { key: (...args: Args) => key(reqOf(...args)) }),
     ...(skip && { skip: (...args: Args) => skip(reqOf(...args)) }),
     ...(requestWasSuccessful && {

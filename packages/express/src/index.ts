@@ -30,8 +30,11 @@ export { ipKey } from '@sluice/core'
 export type { ConcurrencyInfo, Decision }
 
 export interface RateLimitMiddleware extends RequestHandler {
-  /** The limiter behind the middleware: `peek`, `reset` and `consume` by key. */
-  readonly limiter: Limiter
+  /**
+   * The limiter behind the middleware: `peek`, `reset` and `consume` by key. Undefined when the
+   * `limiter` option is a function of the request (keep your own references to its limiters).
+   */
+  readonly limiter: Limiter | undefined
 }
 
 // `req.ip` follows the app's `trust proxy` setting; it is undefined once the socket is gone.

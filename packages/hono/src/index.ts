@@ -38,8 +38,11 @@ export interface RateLimitVariables {
 }
 
 export type RateLimitMiddleware = MiddlewareHandler<{ Variables: RateLimitVariables }> & {
-  /** The limiter behind the middleware: `peek`, `reset` and `consume` by key. */
-  readonly limiter: Limiter
+  /**
+   * The limiter behind the middleware: `peek`, `reset` and `consume` by key. Undefined when the
+   * `limiter` option is a function of the request (keep your own references to its limiters).
+   */
+  readonly limiter: Limiter | undefined
 }
 
 interface RuntimeEnv {

@@ -27,8 +27,11 @@ export interface RateLimitState {
 }
 
 export type RateLimitMiddleware = Middleware<RateLimitState> & {
-  /** The limiter behind the middleware: `peek`, `reset` and `consume` by key. */
-  readonly limiter: Limiter
+  /**
+   * The limiter behind the middleware: `peek`, `reset` and `consume` by key. Undefined when the
+   * `limiter` option is a function of the request (keep your own references to its limiters).
+   */
+  readonly limiter: Limiter | undefined
 }
 
 // `ctx.ip` follows `app.proxy`, `proxyIpHeader` and `maxIpsCount`; '' when the socket is gone.

@@ -70,6 +70,8 @@ export const COMMON_OPTIONS = [
 const HINTS: Readonly<Record<string, string>> = {
   windowMs: "set the window in limits, e.g. limits: ['100/15min']",
   max: "set the limit in limits, e.g. limits: ['100/15min']",
+  limit: "set the limit in limits, e.g. limits: ['100/15min']; for limits per request, limiter: (request) => a limiter",
+  points: "set the limit in limits, e.g. limits: ['100/1h']",
   duration: "set the window in limits, e.g. limits: ['100/1h']",
   keyGenerator: 'use key: (request) => string',
   id: 'use key: (ctx) => string',

@@ -32,6 +32,9 @@ describe('option validation', () => {
     expect(error.message).toMatch(/^windowMs is not an option of rateLimit\(\): set the window in limits/)
     expect(error.message).toMatch(/known options: limits, store, .*ipv6Subnet/)
     expect(configError(() => build({ limits: '1/s', keyGenerator: () => 'x' } as never)).message).toMatch(/use key:/)
+    expect(configError(() => build({ limit: () => 5 } as never)).message).toMatch(
+      /^limit is not an option of rateLimit\(\): .*for limits per request, limiter: \(request\) => a limiter/,
+    )
   })
 
   it('rejects an unknown option without a hint, listing the known ones', () => {
@@ -58,6 +61,19 @@ describe('option validation', () => {
     expect(configError(() => build({ limits: '1/s', ipv6Subnet: 80 })).field).toBe('ipv6Subnet')
     expect(configError(() => build({ limits: '1/s', key: () => 'k', ipv6Subnet: 48 })).message).toMatch(
       /default key only/,
+    )
+  })
+
+  it('a limiter function: no limiter of its own, its picks checked when first picked', async () => {
+    const small = createLimiter({ limits: '2/min' })
+    const handler = build({ limiter: () => small, cost: 3 })
+    expect(handler.limiter).toBeUndefined()
+    // A fixed cost beyond what the picked limiter can ever admit fails the request, not the build.
+    await expect(handler.plan({ ip: '192.0.2.1' })).rejects.toMatchObject({ field: 'cost', value: 3 })
+    const sketched = createLimiter({ limits: '2/min', store: new SketchStore() })
+    const refunding = build({ limiter: () => sketched, skipFailedRequests: true })
+    await expect(refunding.plan({ ip: '192.0.2.1' })).rejects.toThrow(
+      /^limiter returned a limiter whose store cannot refund, which skipFailedRequests needs/,
     )
   })
 

@@ -26,8 +26,11 @@ import { type DenyPlan, denialResponse, SKIP, sleep } from './response.js'
 export interface RateLimitOptions<A extends unknown[], R = unknown>
   extends Partial<LimiterOptions>,
     CommonOptions<A, Decision, R> {
-  /** A limiter built with `createLimiter`, to share one across routes; replaces the limiter options. */
-  limiter?: Limiter
+  /**
+   * A limiter built with `createLimiter`, to share one across routes; replaces the limiter options.
+   * Or a function of the request that picks one, for limits that differ per request (plans, tiers).
+   */
+  limiter?: Limiter | ((...args: A) => Awaitable<Limiter>)
   /** Units this request takes: a number or a function of the request. Default 1. */
   cost?: number | ((...args: A) => Awaitable<number>)
   /** Which rate-limit headers to send. Default `'draft-11'`. */
@@ -68,7 +71,8 @@ export type RateLimitPlan<R> =
   | (DenyPlan<R> & { readonly decision: Decision })
 
 export interface RateLimitHandler<A extends unknown[], R> {
-  readonly limiter: Limiter
+  /** The one limiter of every request; undefined when `limiter` is a function of the request. */
+  readonly limiter: Limiter | undefined
   readonly headers: HeaderMode | false
   plan(...args: A): Promise<RateLimitPlan<R>>
 }
@@ -85,24 +89,50 @@ export function createRateLimitHandler<A extends unknown[], R>(
   const raw = options as Record<string, unknown>
   assertKnownOptions(raw, [...RATE_LIMIT_OPTIONS, ...(adapter.extraOptions ?? [])], 'rateLimit()')
   const common = parseCommon<A, Decision, R>(raw, adapter)
-  const limiter = limiterOf(options)
+  const choice = limiterOf(options)
   const headers = headerModeOption(options.headers)
-  const headersFor = rateLimitHeaderWriter(limiter.policies, headers)
-  const cost = costOf(options.cost, limiter)
-  const refundRule = refundRuleOf(options, limiter, adapter)
+  const fixed = typeof choice === 'function' ? undefined : prepare(choice, headers)
+  const cost = costOf(options.cost, fixed?.limiter)
+  const refundRule = refundRuleOf(options, fixed?.limiter, adapter)
   const fixedCost = typeof cost === 'number' ? { cost } : undefined
   const { key, skip, statusCode, dryRun } = common
+
+  /** Limiters a `limiter` function picked, each prepared once. */
+  const chosen = new WeakMap<Limiter, Prepared>()
+  const preparedFor = (args: A): Awaitable<Prepared> =>
+    fixed ??
+    andThen((choice as (...args: A) => Awaitable<Limiter>)(...args), (limiter) => {
+      let prepared = chosen.get(limiter)
+      if (prepared === undefined) {
+        assertLimiter(limiter, 'must return a limiter made by createLimiter()')
+        if (refundRule && !limiter.canRefund) {
+          throw new ConfigError(
+            'limiter',
+            limiter,
+            `returned a limiter whose store cannot refund, which ${refundRule.field} needs`,
+          )
+        }
+        prepared = prepare(limiter, headers)
+        chosen.set(limiter, prepared)
+      }
+      return prepared
+    })
 
   const consume = (args: A, requestKey: string, units: unknown): Promise<RateLimitPlan<R>> => {
     // The limiter reads a missing cost as 1: a function that returns nothing is a bug to report.
     if (typeof units !== 'number') throw new ConfigError('cost', units, 'must return a number of units')
-    return limiter
-      .consume(requestKey, fixedCost ?? { cost: units })
-      .then((decision) => planFor(args, requestKey, units, decision))
+    return Promise.resolve(
+      andThen(preparedFor(args), (prepared) =>
+        prepared.limiter
+          .consume(requestKey, fixedCost ?? { cost: units })
+          .then((decision) => planFor(args, prepared, requestKey, units, decision)),
+      ),
+    )
   }
 
   const planFor = (
     args: A,
+    { limiter, headersFor }: Prepared,
     requestKey: string,
     units: number,
     decision: Decision,
@@ -129,7 +159,7 @@ export function createRateLimitHandler<A extends unknown[], R>(
   }
 
   return {
-    limiter,
+    limiter: fixed?.limiter,
     headers,
     // Not async, and chained only where an option returns a promise: with synchronous options (the
     // usual case) a request costs one promise hop, the limiter's, instead of one per option.
@@ -155,7 +185,31 @@ function andThen<T, U>(value: Awaitable<T>, next: (value: T) => U | Promise<U>):
   return isThenable(value) ? Promise.resolve(value).then(next) : next(value)
 }
 
-function limiterOf(options: RateLimitOptions<unknown[], unknown>): Limiter {
+/** A limiter with its header writer, which serialises what the policies alone decide once. */
+interface Prepared {
+  readonly limiter: Limiter
+  readonly headersFor: (decision: Decision) => HeaderEntry[]
+}
+
+function prepare(limiter: Limiter, headers: HeaderMode | false): Prepared {
+  return { limiter, headersFor: rateLimitHeaderWriter(limiter.policies, headers) }
+}
+
+function assertLimiter(limiter: unknown, expectation: string): asserts limiter is Limiter {
+  const candidate = limiter as Partial<Limiter> | null
+  if (
+    candidate === null ||
+    typeof candidate !== 'object' ||
+    typeof candidate.consume !== 'function' ||
+    !Array.isArray(candidate.policies)
+  ) {
+    throw new ConfigError('limiter', limiter, expectation)
+  }
+}
+
+function limiterOf<A extends unknown[]>(
+  options: RateLimitOptions<A, unknown>,
+): Limiter | ((...args: A) => Awaitable<Limiter>) {
   const { limiter } = options
   if (limiter === undefined) {
     if (options.limits === undefined) {
@@ -168,14 +222,8 @@ function limiterOf(options: RateLimitOptions<unknown[], unknown>): Limiter {
     const { limits, store, onStoreError, timeout, maxDelay } = options
     return createLimiter({ limits, store, onStoreError, timeout, maxDelay })
   }
-  const candidate = limiter as Partial<Limiter> | null
-  if (
-    candidate === null ||
-    typeof candidate !== 'object' ||
-    typeof candidate.consume !== 'function' ||
-    !Array.isArray(candidate.policies)
-  ) {
-    throw new ConfigError('limiter', limiter, 'must be a limiter made by createLimiter()')
+  if (typeof limiter !== 'function') {
+    assertLimiter(limiter, 'must be a limiter made by createLimiter(), or a function of the request returning one')
   }
   for (const field of LIMITER_OPTIONS) {
     if (options[field] !== undefined) {
@@ -185,10 +233,14 @@ function limiterOf(options: RateLimitOptions<unknown[], unknown>): Limiter {
   return limiter
 }
 
-function costOf<A extends unknown[]>(cost: unknown, limiter: Limiter): number | ((...args: A) => Awaitable<number>) {
+/** A fixed cost is checked against the limiter's policies here, or by each chosen limiter's consume. */
+function costOf<A extends unknown[]>(
+  cost: unknown,
+  limiter: Limiter | undefined,
+): number | ((...args: A) => Awaitable<number>) {
   if (cost === undefined) return 1
   if (typeof cost === 'function') return cost as (...args: A) => Awaitable<number>
-  const most = Math.min(...limiter.policies.map(capacityOf))
+  const most = limiter === undefined ? Number.MAX_SAFE_INTEGER : Math.min(...limiter.policies.map(capacityOf))
   if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 1 || cost > most) {
     throw new ConfigError('cost', cost, `must be a whole number from 1 to ${most}, or a function of the request`)
   }
@@ -197,13 +249,15 @@ function costOf<A extends unknown[]>(cost: unknown, limiter: Limiter): number | 
 
 /** Which outcome gives a request's cost back: a response that succeeded, or one that failed. */
 interface RefundRule<A extends unknown[]> {
+  /** The option that asked for refunds, for messages. */
+  readonly field: 'skipSuccessfulRequests' | 'skipFailedRequests'
   readonly refundSucceeded: boolean
   readonly succeeded: (...args: A) => Awaitable<boolean>
 }
 
 function refundRuleOf<A extends unknown[]>(
   options: RateLimitOptions<A, unknown>,
-  limiter: Limiter,
+  limiter: Limiter | undefined,
   adapter: Adapter<A>,
 ): RefundRule<A> | undefined {
   const { skipSuccessfulRequests = false, skipFailedRequests = false, requestWasSuccessful } = options
@@ -230,10 +284,12 @@ function refundRuleOf<A extends unknown[]>(
   if (skipSuccessfulRequests && skipFailedRequests) {
     throw new ConfigError(field, true, 'cannot be used with skipFailedRequests: every request would be given back')
   }
-  if (!limiter.canRefund) {
+  // A limiter that a function picks is checked when it is first picked.
+  if (limiter !== undefined && !limiter.canRefund) {
     throw new ConfigError(field, true, "needs a store that can refund (MemoryStore, RedisStore); the limiter's cannot")
   }
   return {
+    field,
     refundSucceeded: skipSuccessfulRequests,
     succeeded: requestWasSuccessful ?? ((...args: A) => adapter.status(...args) < 400),
   }
