@@ -522,6 +522,27 @@ const cases: Case[] = [
     },
   },
   {
+    name: 'goes on in the same tick when the store and the options answer at once, after a promise when not',
+    async run(h) {
+      const { store } = clocked()
+      const routes = [{ path: '/', handler: 'tick' as const }]
+      await withApp(h, { use: [h.rateLimit({ limits: '10/min', store, key: () => 'k' })], routes }, async (app) => {
+        expect((await app.get('/')).body).toEqual({ sameTick: true })
+      })
+      const asynchronous: Store = {
+        consume: async (key, set, cost) => store.consume(key, set, cost),
+        peek: (key, set) => store.peek(key, set),
+        reset: (key, set) => store.reset(key, set),
+      }
+      const spec = { use: [h.rateLimit({ limits: '10/min', store: asynchronous, key: () => 'k' })], routes }
+      await withApp(h, spec, async (app) => {
+        const reply = await app.get('/')
+        expect(reply.body).toEqual({ sameTick: false })
+        expect(reply.headers.ratelimit).toMatch(/^"10-per-1m";r=8;t=\d+$/)
+      })
+    },
+  },
+  {
     name: 'maxDelay holds a request for its slot instead of rejecting it',
     async run(h) {
       const { store } = clocked()

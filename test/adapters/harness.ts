@@ -53,6 +53,19 @@ export type Handler =
   | { status: number }
   /** Writes "a", signals `entered`, waits for `gate`, writes "b" and ends. */
   | { stream: Promise<void>; entered?: () => void }
+  /**
+   * 200 with `{ sameTick }`: whether the handler runs in the same tick as the app's first
+   * middleware, before any microtask queued there (no middleware in between waited on a promise).
+   */
+  | 'tick'
+
+/** The requests (or contexts) whose first middleware's tick has not yet ended: see the 'tick' handler. */
+const inFirstTick = new WeakSet<object>()
+function markFirstTick(request: object): void {
+  inFirstTick.add(request)
+  queueMicrotask(() => inFirstTick.delete(request))
+}
+const probesTicks = (spec: AppSpec) => spec.routes.some((route) => route.handler === 'tick')
 
 export interface AppSpec {
   /**
@@ -217,6 +230,7 @@ export const expressHarness: Harness = {
   async app(spec) {
     const counter = { handled: 0 }
     const app = express()
+    if (probesTicks(spec)) app.use((req, _res, next) => next(void markFirstTick(req)))
     if (spec.trustProxy) app.set('trust proxy', spec.trustProxy === 'all' ? true : 1)
     if (spec.noAddress) app.use((req, _res, next) => next(void Object.defineProperty(req, 'ip', { value: undefined })))
     if (spec.startResponse) app.use((_req, res, next) => next(void res.flushHeaders()))
@@ -227,6 +241,7 @@ export const expressHarness: Harness = {
       router.get(route.path, ...((route.use ?? []) as unknown as RequestHandler[]), async (req, res) => {
         counter.handled++
         if (handler === 'ok') return void res.json({ rateLimit: req.rateLimit ?? null })
+        if (handler === 'tick') return void res.json({ sameTick: inFirstTick.has(req) })
         if (handler === 'throw') throw new Error('handler failed')
         if (handler === 'text') return void res.end('handled')
         if ('status' in handler) return void res.status(handler.status).json({ status: handler.status })
@@ -257,6 +272,11 @@ export const koaHarness: Harness = {
     const counter = { handled: 0 }
     const app = new Koa(spec.trustProxy ? { proxy: true, maxIpsCount: spec.trustProxy === 'all' ? 0 : 1 } : {})
     app.silent = true
+    if (probesTicks(spec))
+      app.use((ctx, next) => {
+        markFirstTick(ctx)
+        return next()
+      })
     app.use(async (ctx, next) => {
       try {
         await next()
@@ -283,6 +303,7 @@ export const koaHarness: Harness = {
       router.get(route.path, ...((route.use ?? []) as unknown as KoaMiddleware[]), async (ctx) => {
         counter.handled++
         if (handler === 'ok') ctx.body = { rateLimit: ctx.state.rateLimit ?? null }
+        else if (handler === 'tick') ctx.body = { sameTick: inFirstTick.has(ctx) }
         else if (handler === 'throw') throw new Error('handler failed')
         else if (handler === 'text') ctx.body = 'handled'
         else if ('status' in handler) {
@@ -310,6 +331,11 @@ export const honoHarness: Harness = {
     const counter = { handled: 0 }
     const app = new Hono<{ Variables: sluiceHono.RateLimitVariables }>()
     app.onError((error, c) => c.json({ error: error.name, message: error.message }, 500))
+    if (probesTicks(spec))
+      app.use((c, next) => {
+        markFirstTick(c)
+        return next()
+      })
     // Hono has no trust-proxy setting: an app behind one proxy hands the right-most
     // X-Forwarded-For entry to the limiter as the connection's address, as this does.
     if (spec.trustProxy || spec.noAddress)
@@ -324,6 +350,7 @@ export const honoHarness: Harness = {
       const final: MiddlewareHandler<{ Variables: sluiceHono.RateLimitVariables }> = async (c) => {
         counter.handled++
         if (handler === 'ok') return c.json({ rateLimit: c.get('rateLimit') ?? null })
+        if (handler === 'tick') return c.json({ sameTick: inFirstTick.has(c) })
         if (handler === 'throw') throw new Error('handler failed')
         if (handler === 'text') return c.text('handled')
         if ('status' in handler) return c.json({ status: handler.status }, handler.status as 401)

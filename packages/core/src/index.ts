@@ -20,4 +20,4 @@ export {
 } from './policy.js'
 export * from './sketch/index.js'
 export type { Awaitable, Evaluation, Store } from './store.js'
-export { evaluate } from './store.js'
+export { andThen, evaluate, isThenable, whenReady } from './store.js'

@@ -1,11 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import type { Outcome } from './algorithms/index.js'
 import { ConfigError, StoreFullError, StoreTimeoutError } from './errors.js'
-import { createLimiter } from './limiter.js'
+import { consumeNowOf, createLimiter, type Limiter } from './limiter.js'
 import { MemoryStore } from './memory-store.js'
 import { FilteredStore } from './sketch/filtered-store.js'
 import { SketchStore } from './sketch/sketch-store.js'
-import type { Store } from './store.js'
+import { isThenable, type Store } from './store.js'
 
 function clockedStore() {
   const clock = { now: 1_000_000 }
@@ -339,5 +339,41 @@ describe('refund', () => {
     await expect(createLimiter({ limits: '1/s', store: stalled, timeout: 20 }).refund('k')).rejects.toBeInstanceOf(
       StoreTimeoutError,
     )
+  })
+})
+
+describe('consumeNowOf', () => {
+  it('decides at once on a synchronous store, and counts as consume does', async () => {
+    const { store } = clockedStore()
+    const limiter = createLimiter({ limits: '2/s', store })
+    const consumeNow = consumeNowOf(limiter)
+    const decision = consumeNow('k')
+    expect(isThenable(decision)).toBe(false)
+    expect(decision).toMatchObject({ allowed: true, remaining: 1, source: 'store' })
+    expect(consumeNow('k', { cost: 1 })).toMatchObject({ allowed: true, remaining: 0 })
+    expect(await limiter.consume('k')).toMatchObject({ allowed: false })
+  })
+
+  it('throws what consume rejects with, and answers with a promise when the store does', async () => {
+    const { store } = clockedStore()
+    const consumeNow = consumeNowOf(createLimiter({ limits: '2/s', store }))
+    expect(() => consumeNow(7 as never)).toThrow(/key must be a string/)
+    expect(() => consumeNow('k', { cost: 3 })).toThrow(/cost must be a whole number from 1 to 2/)
+    const asynchronous: Store = {
+      consume: async (key, set, cost) => store.consume(key, set, cost),
+      peek: (key, set) => store.peek(key, set),
+      reset: () => undefined,
+    }
+    const answer = consumeNowOf(createLimiter({ limits: '2/s', store: asynchronous }))('k')
+    expect(isThenable(answer)).toBe(true)
+    expect(await answer).toMatchObject({ allowed: true, remaining: 1 })
+  })
+
+  it('falls back to consume for a limiter that createLimiter did not make', async () => {
+    const made = createLimiter({ limits: '2/s' })
+    const wrapped: Limiter = { ...made, consume: (key, options) => made.consume(`tenant:${key}`, options) }
+    const answer = consumeNowOf(wrapped)('k')
+    expect(isThenable(answer)).toBe(true)
+    expect(await answer).toMatchObject({ key: 'tenant:k', remaining: 1 })
   })
 })

@@ -100,15 +100,15 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return failed(key, policies, onStoreError === 'allow', 'error', error)
   }
 
-  /** Synchronous stores (memory) skip the timer and the extra await: one resolved promise. */
-  const run = (key: string, cost: number): Promise<Decision> => {
+  /** A synchronous store (memory) is answered at once: no timer, no promise. */
+  const run = (key: string, cost: number): Awaitable<Decision> => {
     let answer: Awaitable<readonly Outcome[]>
     try {
       answer = ask(store, key, cost)
     } catch (error) {
       return onFailure(key, cost, error)
     }
-    if (!isThenable(answer)) return Promise.resolve(toDecision(key, policies, answer, 'store'))
+    if (!isThenable(answer)) return toDecision(key, policies, answer, 'store')
     return (settle(answer, timeout) as Promise<readonly Outcome[]>).then(
       (outcomes) => toDecision(key, policies, outcomes, 'store'),
       (error: unknown) => onFailure(key, cost, error),
@@ -125,20 +125,29 @@ export function createLimiter(options: LimiterOptions): Limiter {
         )
       : undefined
 
-  return {
+  /** `consume`, answered synchronously when the store is; throws what `consume` rejects with. */
+  const consumeNow = (key: string, consumeOptions?: ConsumeOptions): Awaitable<Decision> => {
+    // Only a missing cost means 1: a null from a lookup that found nothing is a mistake.
+    const cost: unknown = consumeOptions?.cost === undefined ? 1 : consumeOptions.cost
+    if (typeof key !== 'string') throw keyError(key)
+    const invalid = costError(cost)
+    if (invalid !== undefined) throw invalid
+    return run(key, cost as number)
+  }
+
+  const limiter: Limiter = {
     policies,
     canRefund: typeof store.refund === 'function',
     consume(key, consumeOptions) {
-      // Only a missing cost means 1: a null from a lookup that found nothing is a mistake.
-      const cost: unknown = consumeOptions?.cost === undefined ? 1 : consumeOptions.cost
-      if (typeof key !== 'string') return Promise.reject(keyError(key))
-      const invalid = costError(cost)
-      if (invalid !== undefined) return Promise.reject(invalid)
-      return run(key, cost as number)
+      try {
+        return Promise.resolve(consumeNow(key, consumeOptions))
+      } catch (error) {
+        return Promise.reject(error)
+      }
     },
     peek(key) {
       if (typeof key !== 'string') return Promise.reject(keyError(key))
-      return run(key, PEEK)
+      return Promise.resolve(run(key, PEEK))
     },
     async reset(key) {
       if (typeof key !== 'string') throw keyError(key)
@@ -159,6 +168,23 @@ export function createLimiter(options: LimiterOptions): Limiter {
       await settle(store.refund(key, set, cost as number), timeout)
     },
   }
+  immediateConsumers.set(limiter, consumeNow)
+  return limiter
+}
+
+/** Each limiter's synchronous-when-possible consume (see `consumeNowOf`). */
+const immediateConsumers = new WeakMap<Limiter, ImmediateConsume>()
+
+type ImmediateConsume = (key: string, options?: ConsumeOptions) => Awaitable<Decision>
+
+/**
+ * `limiter.consume`, but a decision the store made synchronously (memory) comes back as a value,
+ * not a promise, and bad input throws instead of rejecting. The HTTP handlers use it so that a
+ * request on a memory store takes no promise hop. Limiters not made by `createLimiter` fall back
+ * to their own `consume`.
+ */
+export function consumeNowOf(limiter: Limiter): ImmediateConsume {
+  return immediateConsumers.get(limiter) ?? ((key, options) => limiter.consume(key, options))
 }
 
 function withLimiterMaxDelay(set: PolicySet, maxDelay: unknown): PolicySet {

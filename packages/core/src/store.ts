@@ -8,6 +8,31 @@ export function isThenable<T>(value: Awaitable<T>): value is PromiseLike<T> {
   return typeof (value as { then?: unknown } | null)?.then === 'function'
 }
 
+/** `next(value)`: at once for a plain value (same tick, no promise), once fulfilled for a thenable. */
+export function andThen<T, U>(value: Awaitable<T>, next: (value: T) => Awaitable<U>): Awaitable<U> {
+  return isThenable(value) ? Promise.resolve(value).then(next) : next(value)
+}
+
+/**
+ * For callback-style code (Express): `use(value)` at once for a plain value, once fulfilled for a
+ * thenable. A rejection, a throw from `use`, or a rejection of the promise `use` returns goes to
+ * `fail`, so nothing is left unhandled.
+ */
+export function whenReady<T>(value: Awaitable<T>, use: (value: T) => unknown, fail: (error: unknown) => void): void {
+  if (isThenable(value)) {
+    Promise.resolve(value).then(use).then(undefined, fail)
+    return
+  }
+  let result: unknown
+  try {
+    result = use(value)
+  } catch (error) {
+    fail(error)
+    return
+  }
+  if (isThenable(result)) result.then(undefined, fail)
+}
+
 /**
  * Where policy state lives. A store runs every policy of the set for the key and writes their
  * new states only if every one admits (all-or-nothing), atomically with respect to other

@@ -9,7 +9,9 @@ import {
   type HeaderEntry,
   type Limiter,
   onResponseDone,
+  type RateLimitPlan,
   type ResponseBody,
+  whenReady,
 } from '@sluice/core'
 import type { NextFunction, Request, RequestHandler, Response } from 'express'
 
@@ -82,20 +84,20 @@ async function deny(
 /** Rate limits requests: `app.use(rateLimit({ limits: ['100/min', '2/s'] }))`. */
 export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
   const handler = createRateLimitHandler(options, adapter)
+  const apply = (req: Request, res: Response, next: NextFunction, plan: RateLimitPlan<unknown>) => {
+    if (plan.kind === 'skip') return next()
+    req.rateLimit = plan.decision
+    if (plan.kind === 'continue') {
+      writeHeaders(res, plan.headers)
+      if (plan.settle) onResponseDone(res, plan.settle)
+      return next()
+    }
+    return deny(res, plan.status, plan.headers, plan.response)
+  }
+  // A plan made synchronously (memory store) is applied in the same tick: Express charges an
+  // asynchronous next() far more than a synchronous one.
   const middleware = (req: Request, res: Response, next: NextFunction): void => {
-    handler
-      .plan(req, res)
-      .then((plan) => {
-        if (plan.kind === 'skip') return next()
-        req.rateLimit = plan.decision
-        if (plan.kind === 'continue') {
-          writeHeaders(res, plan.headers)
-          if (plan.settle) onResponseDone(res, plan.settle)
-          return next()
-        }
-        return deny(res, plan.status, plan.headers, plan.response)
-      })
-      .catch(next)
+    whenReady(handler.plan(req, res), (plan) => apply(req, res, next, plan), next)
   }
   return Object.assign(middleware, { limiter: handler.limiter })
 }

@@ -8,6 +8,7 @@ import {
   createRateLimitHandler,
   type Decision,
   type HeaderEntry,
+  isThenable,
   type Limiter,
   onStreamDone,
   type ResponseBody,
@@ -153,7 +154,9 @@ function addMissingHeaders(c: Context, headers: readonly HeaderEntry[]): void {
 export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
   const handler = createRateLimitHandler(options, adapterFor(options))
   const middleware: MiddlewareHandler<{ Variables: RateLimitVariables }> = async (c, next) => {
-    const plan = await handler.plan(c)
+    const planned = handler.plan(c)
+    // Awaiting a plan made synchronously (memory store) would still cost a microtask.
+    const plan = isThenable(planned) ? await planned : planned
     if (plan.kind === 'skip') return next()
     c.set('rateLimit', plan.decision)
     if (plan.kind === 'deny') return deny(c, plan.status, plan.headers, plan.response)

@@ -1,5 +1,6 @@
 import {
   type Adapter,
+  andThen,
   type ConcurrencyInfo,
   type ConcurrencyLimitOptions as CoreConcurrencyOptions,
   type RateLimitOptions as CoreRateLimitOptions,
@@ -9,9 +10,10 @@ import {
   type HeaderEntry,
   type Limiter,
   onResponseDone,
+  type RateLimitPlan,
   type ResponseBody,
 } from '@sluice/core'
-import type { Context, Middleware } from 'koa'
+import type { Context, Middleware, Next, ParameterizedContext } from 'koa'
 
 type Args = [ctx: Context]
 export type RateLimitOptions = CoreRateLimitOptions<Args, unknown>
@@ -81,8 +83,7 @@ async function deny(
 /** Rate limits requests: `app.use(rateLimit({ limits: ['100/min', '2/s'] }))`. */
 export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
   const handler = createRateLimitHandler(options, adapter)
-  const middleware: Middleware<RateLimitState> = async (ctx, next) => {
-    const plan = await handler.plan(ctx)
+  const apply = (ctx: ParameterizedContext<RateLimitState>, next: Next, plan: RateLimitPlan<unknown>) => {
     if (plan.kind === 'skip') return next()
     ctx.state.rateLimit = plan.decision
     if (plan.kind === 'deny') return deny(ctx, plan.status, plan.headers, plan.response)
@@ -91,6 +92,10 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
     if (plan.settle) onResponseDone(ctx.res, plan.settle)
     return next()
   }
+  // Not async: a plan made synchronously (memory store) goes on in the same tick, and koa-compose
+  // turns a throw into a rejection.
+  const middleware: Middleware<RateLimitState> = (ctx, next) =>
+    andThen(handler.plan(ctx), (plan) => apply(ctx, next, plan))
   return Object.assign(middleware, { limiter: handler.limiter })
 }
 

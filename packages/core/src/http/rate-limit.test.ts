@@ -3,6 +3,7 @@ import { ConfigError } from '../errors.js'
 import { createLimiter } from '../limiter.js'
 import { MemoryStore } from '../memory-store.js'
 import { SketchStore } from '../sketch/sketch-store.js'
+import { isThenable, type Store } from '../store.js'
 import type { Adapter } from './options.js'
 import { createRateLimitHandler, type RateLimitHandler, type RateLimitOptions } from './rate-limit.js'
 
@@ -124,6 +125,25 @@ describe('plan', () => {
       expect(await handler.plan({ user: 'a' })).toMatchObject({ kind: 'deny' })
       expect(calls).toEqual(['skip', 'skip', 'key', 'cost', 'skip', 'key', 'cost'])
     }
+  })
+
+  it('answers at once, without a promise, when the options and the store all answer at once', async () => {
+    const { store } = clock()
+    const handler = build({ limits: '2/s', store, key: (r) => r.user ?? 'anonymous' })
+    const first = handler.plan({ user: 'a' })
+    expect(isThenable(first)).toBe(false)
+    expect(first).toMatchObject({ kind: 'continue', decision: { remaining: 1 } })
+    handler.plan({ user: 'a' })
+    expect(handler.plan({ user: 'a' })).toBeInstanceOf(Promise) // a denial builds its body asynchronously
+    expect(isThenable(build({ limits: '2/s', store, key: async () => 'b' }).plan({}))).toBe(true)
+    const slowStore: Store = {
+      consume: async (key, set, cost) => store.consume(key, set, cost),
+      peek: (key, set) => store.peek(key, set),
+      reset: () => undefined,
+    }
+    const slow = build({ limits: '2/s', store: slowStore, key: () => 'c' }).plan({})
+    expect(isThenable(slow)).toBe(true)
+    expect(await slow).toMatchObject({ kind: 'continue', decision: { key: 'c', remaining: 1 } })
   })
 
   it('rejects, never throws, when an option throws, rejects or returns no cost', async () => {

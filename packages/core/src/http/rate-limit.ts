@@ -1,8 +1,8 @@
 import type { Decision } from '../decision.js'
 import { ConfigError } from '../errors.js'
-import { createLimiter, type Limiter, type LimiterOptions } from '../limiter.js'
+import { consumeNowOf, createLimiter, type Limiter, type LimiterOptions } from '../limiter.js'
 import { capacityOf } from '../policy.js'
-import { type Awaitable, isThenable } from '../store.js'
+import { type Awaitable, andThen, isThenable } from '../store.js'
 import {
   type HeaderEntry,
   type HeaderMode,
@@ -74,7 +74,12 @@ export interface RateLimitHandler<A extends unknown[], R> {
   /** The one limiter of every request; undefined when `limiter` is a function of the request. */
   readonly limiter: Limiter | undefined
   readonly headers: HeaderMode | false
-  plan(...args: A): Promise<RateLimitPlan<R>>
+  /**
+   * The plan for one request: a value when every step was synchronous (a memory store and
+   * synchronous options), so that the adapter can go on in the same tick; otherwise a promise.
+   * Never throws: an error comes back as a rejected promise.
+   */
+  plan(...args: A): Awaitable<RateLimitPlan<R>>
 }
 
 /**
@@ -118,14 +123,12 @@ export function createRateLimitHandler<A extends unknown[], R>(
       return prepared
     })
 
-  const consume = (args: A, requestKey: string, units: unknown): Promise<RateLimitPlan<R>> => {
+  const consume = (args: A, requestKey: string, units: unknown): Awaitable<RateLimitPlan<R>> => {
     // The limiter reads a missing cost as 1: a function that returns nothing is a bug to report.
     if (typeof units !== 'number') throw new ConfigError('cost', units, 'must return a number of units')
-    return Promise.resolve(
-      andThen(preparedFor(args), (prepared) =>
-        prepared.limiter
-          .consume(requestKey, fixedCost ?? { cost: units })
-          .then((decision) => planFor(args, prepared, requestKey, units, decision)),
+    return andThen(preparedFor(args), (prepared) =>
+      andThen(prepared.consumeNow(requestKey, fixedCost ?? { cost: units }), (decision) =>
+        planFor(args, prepared, requestKey, units, decision),
       ),
     )
   }
@@ -136,7 +139,7 @@ export function createRateLimitHandler<A extends unknown[], R>(
     requestKey: string,
     units: number,
     decision: Decision,
-  ): RateLimitPlan<R> | Promise<RateLimitPlan<R>> => {
+  ): Awaitable<RateLimitPlan<R>> => {
     const entries = headersFor(decision)
     if (decision.allowed || dryRun) {
       const delay = dryRun ? 0 : decision.delay
@@ -161,18 +164,17 @@ export function createRateLimitHandler<A extends unknown[], R>(
   return {
     limiter: fixed?.limiter,
     headers,
-    // Not async, and chained only where an option returns a promise: with synchronous options (the
-    // usual case) a request costs one promise hop, the limiter's, instead of one per option.
+    // Not async, and chained only where a step returns a promise: with synchronous options and a
+    // memory store (the usual case) a request takes no promise hop at all.
     plan(...args) {
       try {
-        const plan = andThen(skip ? skip(...args) : false, (skipped) =>
+        return andThen(skip ? skip(...args) : false, (skipped) =>
           skipped
             ? SKIP
             : andThen(key(...args), (requestKey) =>
                 andThen(typeof cost === 'function' ? cost(...args) : cost, (units) => consume(args, requestKey, units)),
               ),
         )
-        return Promise.resolve(plan)
       } catch (error) {
         return Promise.reject(error)
       }
@@ -180,19 +182,15 @@ export function createRateLimitHandler<A extends unknown[], R>(
   }
 }
 
-/** `next(value)`: at once for a plain value, once settled for a thenable. */
-function andThen<T, U>(value: Awaitable<T>, next: (value: T) => U | Promise<U>): U | Promise<U> {
-  return isThenable(value) ? Promise.resolve(value).then(next) : next(value)
-}
-
 /** A limiter with its header writer, which serialises what the policies alone decide once. */
 interface Prepared {
   readonly limiter: Limiter
+  readonly consumeNow: ReturnType<typeof consumeNowOf>
   readonly headersFor: (decision: Decision) => HeaderEntry[]
 }
 
 function prepare(limiter: Limiter, headers: HeaderMode | false): Prepared {
-  return { limiter, headersFor: rateLimitHeaderWriter(limiter.policies, headers) }
+  return { limiter, consumeNow: consumeNowOf(limiter), headersFor: rateLimitHeaderWriter(limiter.policies, headers) }
 }
 
 function assertLimiter(limiter: unknown, expectation: string): asserts limiter is Limiter {
