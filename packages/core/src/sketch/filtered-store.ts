@@ -1,7 +1,7 @@
 import type { Outcome } from '../algorithms/index.js'
 import { ConfigError } from '../errors.js'
 import { type Policy, type PolicySet, parsePolicy } from '../policy.js'
-import { type Awaitable, isThenable, type Store } from '../store.js'
+import { type Awaitable, andThen, type Store } from '../store.js'
 import { SketchStore } from './sketch-store.js'
 
 export interface FilteredStoreOptions {
@@ -74,7 +74,7 @@ export class FilteredStore implements Store {
     const { gate, exact, headroom } = this.#stagesOf(set)
     const first = this.#sketch.consume(key, gate, cost)
     if (first.every((outcome) => outcome.allowed)) return withHeadroom(first, headroom)
-    return then(this.#store.consume(key, exact, cost), (outcomes) => {
+    return andThen(this.#store.consume(key, exact, cost), (outcomes) => {
       if (outcomes.every((outcome) => outcome.allowed)) this.#sketch.record(key, gate, cost)
       return outcomes
     })
@@ -131,8 +131,4 @@ function withLimit(policy: Policy, limit: number): Policy {
 /** A sketch-stage outcome against the real limit: the exact stage still has `limit − threshold` to give. */
 function withHeadroom(outcomes: readonly Outcome[], headroom: readonly number[]): Outcome[] {
   return outcomes.map((outcome, i) => ({ ...outcome, remaining: outcome.remaining + (headroom[i] as number) }))
-}
-
-function then<T, U>(value: Awaitable<T>, next: (value: T) => U): Awaitable<U> {
-  return isThenable(value) ? value.then(next) : next(value)
 }
