@@ -522,11 +522,15 @@ const cases: Case[] = [
     },
   },
   {
-    name: 'goes on in the same tick when the store and the options answer at once, after a promise when not',
+    name: 'goes on in the same tick when the store and the options answer at once (and concurrencyLimit always), after a promise when not',
     async run(h) {
       const { store } = clocked()
       const routes = [{ path: '/', handler: 'tick' as const }]
       await withApp(h, { use: [h.rateLimit({ limits: '10/min', store, key: () => 'k' })], routes }, async (app) => {
+        expect((await app.get('/')).body).toEqual({ sameTick: true })
+      })
+      await withApp(h, { use: [h.concurrencyLimit({ limit: 1, key: () => 'k' })], routes }, async (app) => {
+        expect((await app.get('/')).body).toEqual({ sameTick: true })
         expect((await app.get('/')).body).toEqual({ sameTick: true })
       })
       const asynchronous: Store = {

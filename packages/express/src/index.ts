@@ -1,6 +1,7 @@
 import {
   type Adapter,
   type ConcurrencyInfo,
+  type ConcurrencyPlan,
   type ConcurrencyLimitOptions as CoreConcurrencyOptions,
   type RateLimitOptions as CoreRateLimitOptions,
   createConcurrencyHandler,
@@ -105,17 +106,13 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
 /** At most `limit` requests in flight per key; a slot is freed when the response finishes or the client leaves. */
 export function concurrencyLimit(options: ConcurrencyLimitOptions): RequestHandler {
   const handler = createConcurrencyHandler(options, adapter)
-  return (req, res, next) => {
-    handler
-      .plan(req, res)
-      .then(async (plan) => {
-        if (plan.kind === 'skip') return next()
-        if (plan.kind === 'deny') return deny(res, plan.status, plan.headers, plan.response)
-        writeHeaders(res, plan.headers)
-        // The release itself runs once.
-        onResponseDone(res, plan.release)
-        next()
-      })
-      .catch(next)
+  const apply = (res: Response, next: NextFunction, plan: ConcurrencyPlan<unknown>) => {
+    if (plan.kind === 'skip') return next()
+    if (plan.kind === 'deny') return deny(res, plan.status, plan.headers, plan.response)
+    writeHeaders(res, plan.headers)
+    // The release itself runs once.
+    onResponseDone(res, plan.release)
+    return next()
   }
+  return (req, res, next) => whenReady(handler.plan(req, res), (plan) => apply(res, next, plan), next)
 }

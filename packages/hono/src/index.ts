@@ -181,7 +181,8 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
 export function concurrencyLimit(options: ConcurrencyLimitOptions): MiddlewareHandler {
   const handler = createConcurrencyHandler(options, adapterFor(options))
   return async (c, next) => {
-    const plan = await handler.plan(c)
+    const planned = handler.plan(c)
+    const plan = isThenable(planned) ? await planned : planned
     if (plan.kind === 'skip') return next()
     if (plan.kind === 'deny') return deny(c, plan.status, plan.headers, plan.response)
     let handedOver = false

@@ -2,6 +2,7 @@ import {
   type Adapter,
   andThen,
   type ConcurrencyInfo,
+  type ConcurrencyPlan,
   type ConcurrencyLimitOptions as CoreConcurrencyOptions,
   type RateLimitOptions as CoreRateLimitOptions,
   createConcurrencyHandler,
@@ -102,8 +103,7 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
 /** At most `limit` requests in flight per key; a slot is freed when the response finishes or the client leaves. */
 export function concurrencyLimit(options: ConcurrencyLimitOptions): Middleware {
   const handler = createConcurrencyHandler(options, adapter)
-  return async (ctx, next) => {
-    const plan = await handler.plan(ctx)
+  const apply = (ctx: Context, next: Next, plan: ConcurrencyPlan<unknown>) => {
     if (plan.kind === 'skip') return next()
     if (plan.kind === 'deny') return deny(ctx, plan.status, plan.headers, plan.response)
     writeHeaders(ctx, plan.headers)
@@ -112,4 +112,5 @@ export function concurrencyLimit(options: ConcurrencyLimitOptions): Middleware {
     onResponseDone(ctx.res, plan.release)
     return next()
   }
+  return (ctx, next) => andThen(handler.plan(ctx), (plan) => apply(ctx, next, plan))
 }

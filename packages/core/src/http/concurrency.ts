@@ -1,5 +1,6 @@
 import { ConfigError } from '../errors.js'
 import { InflightCounter } from '../sketch/inflight.js'
+import { type Awaitable, andThen } from '../store.js'
 import {
   concurrencyHeaders,
   type HeaderEntry,
@@ -53,7 +54,8 @@ export interface ConcurrencyHandler<A extends unknown[], R> {
   /** Requests in flight per key, in this process. */
   readonly inflight: InflightCounter
   readonly headers: HeaderMode | false
-  plan(...args: A): Promise<ConcurrencyPlan<R>>
+  /** Like the rate limiter's: a value when every step was synchronous, never a throw. */
+  plan(...args: A): Awaitable<ConcurrencyPlan<R>>
 }
 
 const NOTHING_TO_RELEASE = (): void => {}
@@ -76,23 +78,36 @@ export function createConcurrencyHandler<A extends unknown[], R>(
   const { key, skip, statusCode, dryRun } = common
   const inflight = new InflightCounter()
 
+  const admit = (args: A, requestKey: string): Awaitable<ConcurrencyPlan<R>> => {
+    const current = inflight.count(requestKey)
+    if (current < limit) {
+      const guard = inflight.acquire(requestKey)
+      const entries = concurrencyHeaders(name, limit, limit - guard.count, headers)
+      return { kind: 'continue', headers: entries, release: guard.release }
+    }
+    const entries = concurrencyHeaders(name, limit, 0, headers)
+    if (dryRun) return { kind: 'continue', headers: entries, release: NOTHING_TO_RELEASE }
+    const info: ConcurrencyInfo = { name, key: requestKey, limit, inflight: current }
+    return denialResponse(common, args, info, () => concurrencyProblem(name, limit, statusCode)).then((response) => ({
+      kind: 'deny',
+      info,
+      status: statusCode,
+      headers: entries,
+      response,
+    }))
+  }
+
   return {
     inflight,
     headers,
-    async plan(...args) {
-      if (skip && (await skip(...args))) return SKIP
-      const requestKey = await key(...args)
-      const current = inflight.count(requestKey)
-      if (current < limit) {
-        const guard = inflight.acquire(requestKey)
-        const entries = concurrencyHeaders(name, limit, limit - guard.count, headers)
-        return { kind: 'continue', headers: entries, release: guard.release }
+    plan(...args) {
+      try {
+        return andThen(skip ? skip(...args) : false, (skipped) =>
+          skipped ? SKIP : andThen(key(...args), (requestKey) => admit(args, requestKey)),
+        )
+      } catch (error) {
+        return Promise.reject(error)
       }
-      const entries = concurrencyHeaders(name, limit, 0, headers)
-      if (dryRun) return { kind: 'continue', headers: entries, release: NOTHING_TO_RELEASE }
-      const info: ConcurrencyInfo = { name, key: requestKey, limit, inflight: current }
-      const response = await denialResponse(common, args, info, () => concurrencyProblem(name, limit, statusCode))
-      return { kind: 'deny', info, status: statusCode, headers: entries, response }
     },
   }
 }
