@@ -1,10 +1,13 @@
 // Instructions per request of the same hello-world servers as `pnpm bench:http`, counted by
-// valgrind (callgrind) instead of timed. A count does not move with what else this shared
-// machine runs: the same server measured twice agrees within about 0.5 %, where CPU time per
-// request moves by ±40 % between samples. It counts user-space instructions only (JavaScript,
-// V8, Node's C++; not the kernel's socket work, so every ratio is a little larger than its CPU-time
-// equivalent) and it is slow (valgrind runs code about 50 times slower), so it stands beside the
-// timed benchmark, not instead of it.
+// valgrind (callgrind) instead of timed. A count hardly moves with what else this shared machine
+// runs: two identical servers measured side by side agree within about 0.5 %, where CPU time per
+// request moves by ±40 % between samples. It is not immune: Node does some work per second of
+// wall time (the cached Date header, timers), which a server slowed down by other jobs spreads
+// over fewer requests, so one server is measured at a time by default (a row measured beside
+// three other valgrind jobs read 7 % higher). It counts user-space instructions only (JavaScript,
+// V8, Node's C++; not the kernel's socket work, so every ratio is larger than its CPU-time
+// equivalent), and valgrind runs code about 50 times slower: it stands beside the timed
+// benchmark, not instead of it.
 //
 // Each server runs under callgrind with its instrumentation counting from the start; it takes
 // WARM requests (until the JIT has settled), the counters are zeroed (`callgrind_control -z`),
@@ -13,7 +16,7 @@
 // `x-client-id` from the same 1 024 as the timed benchmark.
 //
 //   pnpm bench:http-instructions   # env: BENCH_FRAMEWORKS=express,koa,hono BENCH_VARIANTS=sluice-1,…
-//                                  #      BENCH_WARM=8000 BENCH_COUNT=3000 BENCH_JOBS=2
+//                                  #      BENCH_WARM=8000 BENCH_COUNT=3000 BENCH_JOBS=1
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { mkdir, readdir, readFile, rm } from 'node:fs/promises'
 import http from 'node:http'
@@ -21,28 +24,16 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import { CLIENT_HEADER, CLIENTS, type Framework, VARIANTS, type Variant } from './http/config.js'
+import { CLIENT_HEADER, CLIENTS, type Framework, VARIANT_LABELS, VARIANTS, type Variant } from './http/config.js'
 
 const WARM = Number(process.env.BENCH_WARM ?? 8000)
 const COUNT = Number(process.env.BENCH_COUNT ?? 3000)
-const JOBS = Number(process.env.BENCH_JOBS ?? 2)
+const JOBS = Number(process.env.BENCH_JOBS ?? 1)
 const SOCKETS = 4
 const FRAMEWORKS = (process.env.BENCH_FRAMEWORKS?.split(',') ?? Object.keys(VARIANTS)) as Framework[]
 const ONLY_VARIANTS = process.env.BENCH_VARIANTS
   ? new Set(['none', ...process.env.BENCH_VARIANTS.split(',')])
   : undefined
-
-const LABELS: Record<Variant, string> = {
-  none: 'none',
-  control: 'control: none again, in another process',
-  noop: 'reference: a middleware that does nothing',
-  headers: 'reference: a middleware that sets 2 constant headers',
-  'sluice-1': 'sluice, 1 policy',
-  'sluice-2': 'sluice, 2 policies',
-  'quiet-1': 'sluice, 1 policy, headers: false',
-  'erl-1': 'express-rate-limit, 1 window',
-  'erl-2': 'express-rate-limit, 2 windows',
-}
 
 const run = promisify(execFile)
 
@@ -174,6 +165,6 @@ for (const { framework, variant } of jobs) {
   const none = results.get(`${framework} none`)!
   const row = results.get(`${framework} ${variant}`)!
   console.log(
-    `| ${framework} | ${LABELS[variant]} | ${Math.round(row)} | ${Math.round(row - none)} | ${(row / none).toFixed(3)} |`,
+    `| ${framework} | ${VARIANT_LABELS[variant]} | ${Math.round(row)} | ${Math.round(row - none)} | ${(row / none).toFixed(3)} |`,
   )
 }

@@ -14,7 +14,15 @@ import { once } from 'node:events'
 import { cpus } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
-import { CLIENT_HEADER, CLIENTS, type Framework, LIMITS, VARIANTS, type Variant } from './http/config.js'
+import {
+  CLIENT_HEADER,
+  CLIENTS,
+  type Framework,
+  LIMITS,
+  VARIANT_LABELS,
+  VARIANTS,
+  type Variant,
+} from './http/config.js'
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 6)
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 2)
@@ -218,23 +226,9 @@ beyond control: median over runs of (row − its baseline) − (control − its 
     const rps = runs.map((s) => s.rps)
     const failures = runs.reduce((n, s) => n + s.non2xx + s.errors, 0)
     console.log(
-      `| ${target.framework} | ${label(target.variant)} | ${Math.round(median(rps))} | ${Math.round(Math.min(...rps))}–${Math.round(Math.max(...rps))} | ${ratio((s) => s.rps)} | ${median(runs.map((s) => s.cpuPerRequest)).toFixed(1)} | ${extraCpu} | ${ratio((s) => s.cpuPerRequest)} | ${ratio((s) => s.userPerRequest)} | ${beyondCells} | ${median(runs.map((s) => s.p99))} | ${failures} |`,
+      `| ${target.framework} | ${VARIANT_LABELS[target.variant]} | ${Math.round(median(rps))} | ${Math.round(Math.min(...rps))}–${Math.round(Math.max(...rps))} | ${ratio((s) => s.rps)} | ${median(runs.map((s) => s.cpuPerRequest)).toFixed(1)} | ${extraCpu} | ${ratio((s) => s.cpuPerRequest)} | ${ratio((s) => s.userPerRequest)} | ${beyondCells} | ${median(runs.map((s) => s.p99))} | ${failures} |`,
     )
   }
 } finally {
   for (const target of targets) target.child.kill('SIGTERM')
-}
-
-function label(variant: Variant): string {
-  return {
-    none: 'none',
-    control: 'control: none again, in another process',
-    noop: 'reference: a middleware that does nothing',
-    headers: 'reference: a middleware that sets 2 constant headers',
-    'sluice-1': 'sluice, 1 policy',
-    'sluice-2': 'sluice, 2 policies',
-    'quiet-1': 'sluice, 1 policy, headers: false',
-    'erl-1': 'express-rate-limit, 1 window',
-    'erl-2': 'express-rate-limit, 2 windows',
-  }[variant]
 }

@@ -16,6 +16,19 @@ export const VARIANTS: Record<Framework, readonly Variant[]> = {
   hono: ['none', 'control', 'noop', 'headers', 'sluice-1', 'sluice-2', 'quiet-1'],
 }
 
+/** How the reports name each variant. */
+export const VARIANT_LABELS: Record<Variant, string> = {
+  none: 'none',
+  control: 'control: none again, in another process',
+  noop: 'reference: a middleware that does nothing',
+  headers: 'reference: a middleware that sets 2 constant headers',
+  'sluice-1': 'sluice, 1 policy',
+  'sluice-2': 'sluice, 2 policies',
+  'quiet-1': 'sluice, 1 policy, headers: false',
+  'erl-1': 'express-rate-limit, 1 window',
+  'erl-2': 'express-rate-limit, 2 windows',
+}
+
 /** What the `headers` reference middleware sets: sluice's draft-11 pair for one policy, as constants. */
 export const CONSTANT_HEADERS = [
   ['RateLimit-Policy', '"1000000-per-1m";q=1000000;w=60'],
