@@ -1,6 +1,6 @@
 // Instructions per request of the same hello-world servers as `pnpm bench:http`, counted by
 // valgrind (callgrind) instead of timed. A count hardly moves with what else this shared machine
-// runs: two identical servers measured side by side agree within about 0.5 %, where CPU time per
+// runs: two identical servers measured side by side agree within 0.1–4 %, where CPU time per
 // request moves by ±40 % between samples. It is not immune: Node does some work per second of
 // wall time (the cached Date header, timers), which a server slowed down by other jobs spreads
 // over fewer requests, so one server is measured at a time by default (a row measured beside
