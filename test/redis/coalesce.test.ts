@@ -9,6 +9,7 @@ import {
   type RedisServer,
   startRedisServer,
 } from '../support/redis.js'
+import { unhandledRejections } from '../support/unhandled.js'
 
 const NOW = 1_700_000_000_123
 
@@ -30,10 +31,9 @@ describe.skipIf(!(await privateRedisAvailable()))('RedisStore coalescing (privat
   let server: RedisServer
   let client: Redis
   let admin: Redis
-  const unhandled: unknown[] = []
-  const onUnhandled = (reason: unknown) => unhandled.push(reason)
+  const { seen: unhandled, watch, unwatch } = unhandledRejections()
   beforeAll(async () => {
-    process.on('unhandledRejection', onUnhandled)
+    watch()
     server = await startRedisServer()
     client = new Redis(server.port)
     admin = new Redis(server.port)
@@ -42,7 +42,7 @@ describe.skipIf(!(await privateRedisAvailable()))('RedisStore coalescing (privat
     client.disconnect()
     admin.disconnect()
     await server.stop()
-    process.off('unhandledRejection', onUnhandled)
+    unwatch()
     expect(unhandled).toEqual([])
   })
 

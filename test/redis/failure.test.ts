@@ -3,6 +3,7 @@ import { RedisStore } from '@sluice/redis'
 import { Redis, type RedisOptions } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { privateRedisAvailable, type RedisServer, startRedisServer } from '../support/redis.js'
+import { unhandledRejections } from '../support/unhandled.js'
 
 const TIMEOUT = 150
 /** Scheduling slack on a busy 2-core machine; a hang would be seconds. */
@@ -31,8 +32,7 @@ async function until(check: () => Promise<boolean>, ms = 10_000): Promise<void> 
 }
 
 describe.skipIf(!(await privateRedisAvailable()))('failure: Redis stopped, stalled, restarted', () => {
-  const unhandled: unknown[] = []
-  const onUnhandled = (reason: unknown) => unhandled.push(reason)
+  const { seen: unhandled, watch, unwatch } = unhandledRejections()
   let server: RedisServer
   const clients: Redis[] = []
 
@@ -53,13 +53,13 @@ describe.skipIf(!(await privateRedisAvailable()))('failure: Redis stopped, stall
     })
 
   beforeAll(async () => {
-    process.on('unhandledRejection', onUnhandled)
+    watch()
     server = await startRedisServer()
   })
   afterAll(async () => {
     for (const client of clients) client.disconnect()
     await server.stop()
-    process.off('unhandledRejection', onUnhandled)
+    unwatch()
     expect(unhandled).toEqual([])
   })
 

@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { unhandledRejections } from '../../../test/support/unhandled.js'
 import type { Outcome } from './algorithms/index.js'
 import { ConfigError, StoreFullError, StoreTimeoutError } from './errors.js'
 import { consumeNowOf, createLimiter, type Limiter } from './limiter.js'
@@ -142,14 +143,10 @@ function faultyStore(behaviour: () => Promise<readonly Outcome[]> | readonly Out
 }
 
 describe('when the store fails', () => {
-  const unhandled: unknown[] = []
-  const onUnhandled = (reason: unknown) => unhandled.push(reason)
-  beforeEach(() => {
-    unhandled.length = 0
-    process.on('unhandledRejection', onUnhandled)
-  })
+  const { seen: unhandled, watch, unwatch } = unhandledRejections()
+  beforeEach(watch)
   afterEach(() => {
-    process.off('unhandledRejection', onUnhandled)
+    unwatch()
     vi.useRealTimers()
   })
 

@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { unhandledRejections } from '../../../../test/support/unhandled.js'
 import { ConfigError } from '../errors.js'
 import { createLimiter } from '../limiter.js'
 import { MemoryStore } from '../memory-store.js'
@@ -215,15 +216,9 @@ describe('settle: skipSuccessfulRequests and skipFailedRequests', () => {
     if (plan.kind !== 'continue') throw new Error(plan.kind)
     return plan.settle
   }
-  const unhandled: unknown[] = []
-  const onUnhandled = (reason: unknown) => unhandled.push(reason)
-  beforeEach(() => {
-    unhandled.length = 0
-    process.on('unhandledRejection', onUnhandled)
-  })
-  afterEach(() => {
-    process.off('unhandledRejection', onUnhandled)
-  })
+  const { seen: unhandled, watch, unwatch } = unhandledRejections()
+  beforeEach(watch)
+  afterEach(unwatch)
 
   it('validates the options, naming the field', () => {
     expect(configError(() => build({ limits, skipFailedRequests: 1 as never })).field).toBe('skipFailedRequests')
