@@ -1,6 +1,6 @@
 // HTTP overhead of sluice: hello-world throughput of Express, Koa and Hono (node-server) with no
-// limiter, with sluice (memory store, one and two policies) and, for Express, with
-// express-rate-limit under the same limits. Each server runs in its own process; on Linux the
+// limiter, with sluice (memory store, one and two policies) and with each framework's usual peer
+// under the same limits (express-rate-limit, koa-ratelimit's memory driver, hono-rate-limiter). Each server runs in its own process; on Linux the
 // servers are pinned to one CPU and this load generator to another. Runs are interleaved
 // (every target once per round, the order rotating) and summarised by medians.
 //

@@ -41,18 +41,23 @@ function scriptAt(revision: string): string {
   return body.replace(/\\`/g, '`')
 }
 
-/** The script's policy argument, as the store builds it. */
-function policyArgument(limits: PolicyInput[]): { blob: Buffer; ids: string[] } {
+/**
+ * The script's policy argument, as the store builds it: seven doubles per policy since blockFor
+ * (issue 13), six for a script from before (`doubles`).
+ */
+function policyArgument(limits: PolicyInput[], doubles: number): { blob: Buffer; ids: string[] } {
   const { policies } = parsePolicies(limits)
-  const blob = Buffer.alloc(48 * policies.length)
+  const blob = Buffer.alloc(8 * doubles * policies.length)
   let at = 0
   for (const p of policies) {
-    for (const value of [CODES[p.algorithm], p.limit, p.window, p.burst, p.precision, p.maxDelay]) {
-      at = blob.writeDoubleLE(value, at)
-    }
+    const values = [CODES[p.algorithm], p.limit, p.window, p.burst, p.precision, p.maxDelay, p.blockFor]
+    for (const value of values.slice(0, doubles)) at = blob.writeDoubleLE(value, at)
   }
   return { blob, ids: policies.map((p) => p.id) }
 }
+
+/** How many doubles per policy a script reads: 7 since blockFor (policy i at byte 56 i - 55). */
+const doublesOf = (source: string) => (source.includes('56 * i - 55') ? 7 : 6)
 
 interface EvalshaBuffer {
   evalshaBuffer(sha: string, numkeys: number, ...args: (string | Buffer)[]): Promise<Buffer>
@@ -63,8 +68,14 @@ const client = new Redis(server.port)
 const admin = new Redis(server.port)
 
 /** Script µs per decision: `DECISIONS` decisions in calls of `batch`, PIPELINE calls at a time. */
-async function measure(sha: string, limits: PolicyInput[], batch: number, prefix: string): Promise<number> {
-  const { blob, ids } = policyArgument(limits)
+async function measure(
+  sha: string,
+  doubles: number,
+  limits: PolicyInput[],
+  batch: number,
+  prefix: string,
+): Promise<number> {
+  const { blob, ids } = policyArgument(limits, doubles)
   const calls = Math.round(DECISIONS / batch)
   await admin.config('RESETSTAT')
   let next = 0
@@ -88,21 +99,24 @@ async function measure(sha: string, limits: PolicyInput[], batch: number, prefix
   return (evalsha?.usec ?? Number.NaN) / (calls * batch)
 }
 
-const variants: { name: string; sha: string; batch: number }[] = []
+const variants: { name: string; sha: string; doubles: number; batch: number }[] = []
 try {
   const current = (await client.script('LOAD', DECIDE_LUA)) as string
   if (BASELINE !== undefined) {
-    const sha = (await client.script('LOAD', scriptAt(BASELINE))) as string
-    variants.push({ name: `${BASELINE}, 1 per call`, sha, batch: 1 })
+    const source = scriptAt(BASELINE)
+    const sha = (await client.script('LOAD', source)) as string
+    variants.push({ name: `${BASELINE}, 1 per call`, sha, doubles: doublesOf(source), batch: 1 })
   }
-  for (const batch of BATCHES) variants.push({ name: `now, ${batch} per call`, sha: current, batch })
+  for (const batch of BATCHES) {
+    variants.push({ name: `now, ${batch} per call`, sha: current, doubles: doublesOf(DECIDE_LUA), batch })
+  }
 
   const results = new Map<string, number[]>()
   for (let round = 0; round < ROUNDS; round++) {
     for (const [setName, limits] of Object.entries(SETS)) {
       for (const [i, variant] of variants.entries()) {
         const cell = `${setName}|${variant.name}`
-        const us = await measure(variant.sha, limits, variant.batch, `s${i}:`)
+        const us = await measure(variant.sha, variant.doubles, limits, variant.batch, `s${i}:`)
         results.set(cell, [...(results.get(cell) ?? []), us])
       }
     }

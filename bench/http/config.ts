@@ -1,19 +1,37 @@
 // What the HTTP benchmark compares, shared by the runner (bench/http.bench.ts) and the servers.
 
 export type Framework = 'express' | 'koa' | 'hono'
-export type Variant = 'none' | 'control' | 'noop' | 'headers' | 'sluice-1' | 'sluice-2' | 'quiet-1' | 'erl-1' | 'erl-2'
+export type Variant =
+  | 'none'
+  | 'control'
+  | 'noop'
+  | 'headers'
+  | 'headers-prop'
+  | 'sluice-1'
+  | 'sluice-2'
+  | 'quiet-1'
+  | 'erl-1'
+  | 'erl-2'
+  | 'krl-1'
+  | 'krl-2'
+  | 'hrl-1'
+  | 'hrl-2'
 
 /**
- * The variants each framework runs; express-rate-limit exists for Express only. `control`, `noop`
+ * The variants each framework runs; each framework also runs the peer its users would pick:
+ * express-rate-limit (`erl`) on Express, koa-ratelimit's memory driver (`krl`) on Koa,
+ * hono-rate-limiter (`hrl`) on Hono, one instance per policy as none takes several windows. `control`, `noop`
  * and `headers` are references, not limiters. `control` is `none` again in another process: what
  * it reads is the measurement's own error. `noop` and `headers` are what the framework charges for
  * one middleware that does nothing, and for one that only sets two constant headers shaped like
- * sluice's, so that sluice's own share of its cost can be told from the framework's.
+ * sluice's, so that sluice's own share of its cost can be told from the framework's. On Express,
+ * `headers-prop` also sets the request property (`req.rateLimit`) to a constant, as the issue's
+ * reference counts it there.
  */
 export const VARIANTS: Record<Framework, readonly Variant[]> = {
-  express: ['none', 'control', 'noop', 'headers', 'sluice-1', 'sluice-2', 'quiet-1', 'erl-1', 'erl-2'],
-  koa: ['none', 'control', 'noop', 'headers', 'sluice-1', 'sluice-2', 'quiet-1'],
-  hono: ['none', 'control', 'noop', 'headers', 'sluice-1', 'sluice-2', 'quiet-1'],
+  express: ['none', 'control', 'noop', 'headers', 'headers-prop', 'sluice-1', 'sluice-2', 'quiet-1', 'erl-1', 'erl-2'],
+  koa: ['none', 'control', 'noop', 'headers', 'sluice-1', 'sluice-2', 'quiet-1', 'krl-1', 'krl-2'],
+  hono: ['none', 'control', 'noop', 'headers', 'sluice-1', 'sluice-2', 'quiet-1', 'hrl-1', 'hrl-2'],
 }
 
 /** How the reports name each variant. */
@@ -22,11 +40,16 @@ export const VARIANT_LABELS: Record<Variant, string> = {
   control: 'control: none again, in another process',
   noop: 'reference: a middleware that does nothing',
   headers: 'reference: a middleware that sets 2 constant headers',
+  'headers-prop': 'reference: 2 constant headers and a constant req.rateLimit',
   'sluice-1': 'sluice, 1 policy',
   'sluice-2': 'sluice, 2 policies',
   'quiet-1': 'sluice, 1 policy, headers: false',
   'erl-1': 'express-rate-limit, 1 window',
   'erl-2': 'express-rate-limit, 2 windows',
+  'krl-1': 'koa-ratelimit (memory), 1 window',
+  'krl-2': 'koa-ratelimit (memory), 2 windows',
+  'hrl-1': 'hono-rate-limiter, 1 window',
+  'hrl-2': 'hono-rate-limiter, 2 windows',
 }
 
 /** What the `headers` reference middleware sets: sluice's draft-11 pair for one policy, as constants. */

@@ -26,6 +26,13 @@ if (variant === 'noop') {
     for (const [name, value] of CONSTANT_HEADERS) res.setHeader(name, value)
     queueMicrotask(next)
   })
+} else if (variant === 'headers-prop') {
+  const decision = { allowed: true, limit: 1_000_000, remaining: 999_999, resetAfter: 60_000 }
+  middleware.push((req, res, next) => {
+    for (const [name, value] of CONSTANT_HEADERS) res.setHeader(name, value)
+    ;(req as unknown as Record<string, unknown>).rateLimit = decision
+    queueMicrotask(next)
+  })
 } else if (isSluice(variant)) {
   middleware.push(rateLimit({ limits, headers: headersFor(variant), key: (req) => req.get(CLIENT_HEADER) ?? '' }))
 } else if (variant === 'erl-1' || variant === 'erl-2') {

@@ -3,6 +3,7 @@
 import type { AddressInfo } from 'node:net'
 import { rateLimit } from '@sluice/koa'
 import Koa from 'koa'
+import koaRateLimit from 'koa-ratelimit'
 import {
   BODY,
   CLIENT_HEADER,
@@ -25,6 +26,20 @@ if (variant === 'noop') {
   })
 } else if (isSluice(variant)) {
   app.use(rateLimit({ limits: limitsFor(variant), headers: headersFor(variant), key: (ctx) => ctx.get(CLIENT_HEADER) }))
+} else if (variant === 'krl-1' || variant === 'krl-2') {
+  // koa-ratelimit takes one window per instance: one per policy, chained, each with its own Map.
+  // It always sends its three X-RateLimit-* headers; it has no standard ones.
+  for (const { limit, window } of limitsFor(variant)) {
+    app.use(
+      koaRateLimit({
+        driver: 'memory',
+        db: new Map(),
+        duration: window,
+        max: limit,
+        id: (ctx) => ctx.get(CLIENT_HEADER),
+      }),
+    )
+  }
 }
 app.use((ctx) => {
   ctx.body = BODY

@@ -54,7 +54,10 @@ app.get('/slow', concurrencyLimit({ limit: 2 }), async (_req, res) => {
   res.json({ report: 'done' })
 })
 
-const server = app.listen(Number(process.env.PORT ?? 3000), () => {
+const port = Number(process.env.PORT ?? 3000)
+// Express 5 calls this callback with the error when listening fails (a port in use).
+const server = app.listen(port, (error?: NodeJS.ErrnoException) => {
+  if (error) failToListen(error, port)
   const url = `http://localhost:${(server.address() as AddressInfo).port}`
   console.log(`sluice Express example listening on ${url}
 Try:
@@ -65,3 +68,13 @@ Try:
   curl -i '${url}/api/items?items=40'                                   # takes 40 of 200 units a minute
   for i in 1 2 3; do curl -s ${url}/slow & done; wait                   # the third concurrent call is 429`)
 })
+
+/** A clear message instead of a stack trace when the port is taken (or not ours to use). */
+function failToListen(error: NodeJS.ErrnoException, port: number): never {
+  const reason =
+    error.code === 'EADDRINUSE'
+      ? `port ${port} is already in use (EADDRINUSE): stop the other server, or pick another port, e.g. PORT=${port + 1} pnpm start`
+      : `cannot listen on port ${port} (${error.code ?? error.message}): set PORT to a free port, e.g. PORT=3001 pnpm start`
+  console.error(reason)
+  process.exit(1)
+}

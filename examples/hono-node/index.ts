@@ -1,7 +1,8 @@
 import { serve } from '@hono/node-server'
 import app from './app.js'
 
-serve({ fetch: app.fetch, port: Number(process.env.PORT ?? 3000) }, (info) => {
+const port = Number(process.env.PORT ?? 3000)
+const server = serve({ fetch: app.fetch, port }, (info) => {
   const url = `http://localhost:${info.port}`
   console.log(`sluice Hono (Node) example listening on ${url}
 Try:
@@ -12,3 +13,14 @@ Try:
   curl -i '${url}/api/items?items=40'                                   # takes 40 of 200 units a minute
   for i in 1 2 3; do curl -s ${url}/slow & done; wait                   # the third concurrent call is 429`)
 })
+server.on('error', (error: NodeJS.ErrnoException) => failToListen(error, port))
+
+/** A clear message instead of a stack trace when the port is taken (or not ours to use). */
+function failToListen(error: NodeJS.ErrnoException, port: number): never {
+  const reason =
+    error.code === 'EADDRINUSE'
+      ? `port ${port} is already in use (EADDRINUSE): stop the other server, or pick another port, e.g. PORT=${port + 1} pnpm start`
+      : `cannot listen on port ${port} (${error.code ?? error.message}): set PORT to a free port, e.g. PORT=3001 pnpm start`
+  console.error(reason)
+  process.exit(1)
+}

@@ -61,7 +61,8 @@ router.get('/slow', concurrencyLimit({ limit: 2 }), async (ctx) => {
 
 app.use(router.routes()).use(router.allowedMethods())
 
-const server = app.listen(Number(process.env.PORT ?? 3000), () => {
+const port = Number(process.env.PORT ?? 3000)
+const server = app.listen(port, () => {
   const url = `http://localhost:${(server.address() as AddressInfo).port}`
   console.log(`sluice Koa example listening on ${url}
 Try:
@@ -72,3 +73,14 @@ Try:
   curl -i '${url}/api/items?items=40'                                   # takes 40 of 200 units a minute
   for i in 1 2 3; do curl -s ${url}/slow & done; wait                   # the third concurrent call is 429`)
 })
+server.on('error', (error: NodeJS.ErrnoException) => failToListen(error, port))
+
+/** A clear message instead of a stack trace when the port is taken (or not ours to use). */
+function failToListen(error: NodeJS.ErrnoException, port: number): never {
+  const reason =
+    error.code === 'EADDRINUSE'
+      ? `port ${port} is already in use (EADDRINUSE): stop the other server, or pick another port, e.g. PORT=${port + 1} pnpm start`
+      : `cannot listen on port ${port} (${error.code ?? error.message}): set PORT to a free port, e.g. PORT=3001 pnpm start`
+  console.error(reason)
+  process.exit(1)
+}

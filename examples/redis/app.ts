@@ -34,12 +34,24 @@ app.get(
 
 // Without the offline queue, requests before the connection is ready would use the fallback.
 await new Promise((resolve) => redis.once('ready', resolve))
-const server = app.listen(Number(process.env.PORT ?? 3000), '127.0.0.1', () => {
-  const { port } = server.address() as AddressInfo
-  console.log(`[${process.pid}] listening on http://127.0.0.1:${port}`)
+const port = Number(process.env.PORT ?? 3000)
+const server = app.listen(port, '127.0.0.1', (error?: NodeJS.ErrnoException) => {
+  if (error) failToListen(error, port)
+  const bound = (server.address() as AddressInfo).port
+  console.log(`[${process.pid}] listening on http://127.0.0.1:${bound}`)
 })
 
 process.on('SIGTERM', () => {
   server.close()
   redis.disconnect()
 })
+
+/** A clear message instead of a stack trace when the port is taken (or not ours to use). */
+function failToListen(error: NodeJS.ErrnoException, port: number): never {
+  const reason =
+    error.code === 'EADDRINUSE'
+      ? `port ${port} is already in use (EADDRINUSE): stop the other server, or pick another port, e.g. PORT=${port + 1} pnpm start`
+      : `cannot listen on port ${port} (${error.code ?? error.message}): set PORT to a free port, e.g. PORT=3001 pnpm start`
+  console.error(reason)
+  process.exit(1)
+}

@@ -70,12 +70,13 @@ const cases: Case[] = [
         const first = await app.get('/')
         expect(first.status).toBe(200)
         expect(first.headers['ratelimit-policy']).toBe('"100-per-1m";q=100;w=60, "2-per-1s";q=2;w=1')
-        expect(first.headers.ratelimit).toBe('"100-per-1m";r=99;t=120, "2-per-1s";r=1;t=2')
+        // t: back to full once the 6 s sub-window holding the request has slid out (60 + 6 s).
+        expect(first.headers.ratelimit).toBe('"100-per-1m";r=99;t=66, "2-per-1s";r=1;t=2')
         expect(first.headers['retry-after']).toBeUndefined()
         expect(decisionOf(first)).toMatchObject({ allowed: true, limit: 2, remaining: 1, key: '127.0.0.1' })
 
         const second = await app.get('/')
-        expect(second.headers.ratelimit).toBe('"100-per-1m";r=98;t=120, "2-per-1s";r=0;t=2')
+        expect(second.headers.ratelimit).toBe('"100-per-1m";r=98;t=66, "2-per-1s";r=0;t=2')
 
         const denied = await app.get('/')
         expect(denied.status).toBe(429)
@@ -83,7 +84,7 @@ const cases: Case[] = [
         expect(denied.headers['ratelimit-policy']).toBe('"100-per-1m";q=100;w=60, "2-per-1s";q=2;w=1')
         // The 100/min member is not asserted exactly: core reports its remaining as if the
         // denied request had been taken (97, not 98); see the report on evaluate().
-        expect(denied.headers.ratelimit).toMatch(/^"100-per-1m";r=98;t=120, "2-per-1s";r=0;t=2$/)
+        expect(denied.headers.ratelimit).toMatch(/^"100-per-1m";r=98;t=66, "2-per-1s";r=0;t=2$/)
         expect(denied.headers['content-type']).toBe('application/problem+json')
         expect(denied.body).toEqual({
           type: QUOTA_EXCEEDED,
@@ -97,7 +98,8 @@ const cases: Case[] = [
         clock.now += 1500
         const later = await app.get('/')
         expect(later.status).toBe(200)
-        expect(later.headers.ratelimit).toBe('"100-per-1m";r=97;t=119, "2-per-1s";r=0;t=2')
+        // Ten sub-windows by default: the two requests at 0 left the 2/s window at 1100 ms.
+        expect(later.headers.ratelimit).toBe('"100-per-1m";r=97;t=65, "2-per-1s";r=1;t=2')
       })
     },
   },
@@ -164,7 +166,7 @@ const cases: Case[] = [
         const denied = await app.get('/')
         expect(denied.status).toBe(429)
         expect(denied.headers.ratelimit).toBeUndefined()
-        expect(denied.headers['retry-after']).toBe('120')
+        expect(denied.headers['retry-after']).toBe('66')
       })
     },
   },
@@ -238,9 +240,12 @@ const cases: Case[] = [
         for (let i = 0; i < 3; i++) {
           const reply = await app.get('/', proUser)
           expect(reply.status).toBe(200)
-          expect(reply.headers.ratelimit).toBe(`"3-per-1m";r=${2 - i};t=120`)
+          // Ten sub-windows by default; r=0: t is when the next unit comes, what the denial says (issue 13)
+          expect(reply.headers.ratelimit).toBe(`"3-per-1m";r=${2 - i};t=${i === 2 ? 62 : 66}`)
         }
-        expect((await app.get('/', proUser)).status).toBe(429)
+        const denied = await app.get('/', proUser)
+        expect(denied.status).toBe(429)
+        expect(denied.headers['retry-after']).toBe('62')
         expect((await free.peek('bob')).remaining).toBe(1)
       })
     },
@@ -331,7 +336,7 @@ const cases: Case[] = [
         expect(denied.status).toBe(503)
         expect(denied.headers['content-type']).toBe('text/plain; charset=utf-8')
         expect(denied.text).toBe('Slow down')
-        expect(denied.headers['retry-after']).toBe('120')
+        expect(denied.headers['retry-after']).toBe('66')
       })
     },
   },
@@ -349,8 +354,79 @@ const cases: Case[] = [
         const denied = await app.get('/', { 'x-user': 'ada' })
         expect(denied.status).toBe(429)
         expect(denied.headers['content-type']).toBe('application/json')
-        expect(denied.body).toEqual({ user: 'ada', wait: 120_000 })
+        expect(denied.body).toEqual({ user: 'ada', wait: 66_000 })
       })
+    },
+  },
+  {
+    name: 'an onLimited that answers nothing gets the default denial, never a hanging request (issue 13)',
+    async run(h) {
+      const { store } = clocked()
+      const onLimited = () => ({ body: null, silent: true })
+      const spec = {
+        use: [h.rateLimit({ limits: '1/min', store, onLimited })],
+        routes: [{ path: '/' }],
+      }
+      await withApp(h, spec, async (app) => {
+        await app.get('/')
+        const denied = await app.get('/')
+        expect(denied.status).toBe(429)
+        expect(denied.headers['content-type']).toBe('application/problem+json')
+        expect(denied.body).toMatchObject({ status: 429, 'violated-policies': ['1-per-1m'] })
+        expect(denied.headers['retry-after']).toBe('66')
+        expect(app.handled).toBe(1)
+      })
+    },
+  },
+  {
+    name: 'a concurrencyLimit denial has Retry-After: 1 s by default, configurable, or none; a silent onLimited gets the default (issue 13)',
+    async run(h) {
+      const never = new Promise<void>(() => {})
+      for (const [options, expected] of [
+        [{}, '1'],
+        [{ retryAfter: '2500ms' }, '3'],
+        [{ retryAfter: false }, undefined],
+        [{ onLimited: () => ({ body: null, silent: true }) }, '1'],
+      ] as const) {
+        const limit = h.concurrencyLimit({ limit: 1, ...options })
+        const spec = {
+          routes: [
+            { path: '/hang', use: [limit], handler: { stream: never } },
+            { path: '/fast', use: [limit] },
+          ],
+        }
+        await withApp(h, spec, async (app) => {
+          const abort = await app.openAndAbort('/hang')
+          const refused = await app.get('/fast')
+          expect(refused.status).toBe(429)
+          expect(refused.headers['retry-after']).toBe(expected)
+          expect(refused.headers['content-type']).toBe('application/problem+json')
+          abort()
+        })
+      }
+    },
+  },
+  {
+    name: 'requestPropertyName: stacked limiters expose their decisions under their own names (issue 13)',
+    async run(h) {
+      const { store } = clocked()
+      const spec = {
+        use: [
+          h.rateLimit({ limits: '100/min', store, namespace: 'global' }),
+          h.rateLimit({ limits: '5/min', store, namespace: 'login', requestPropertyName: 'loginLimit' }),
+        ],
+        routes: [{ path: '/', handler: { properties: ['rateLimit', 'loginLimit'] } }],
+      }
+      await withApp(h, spec, async (app) => {
+        const reply = await app.get('/')
+        expect(reply.body).toMatchObject({
+          rateLimit: { limit: 100, remaining: 99 },
+          loginLimit: { limit: 5, remaining: 4 },
+        })
+      })
+      expect(() => h.rateLimit({ limits: '1/s', requestPropertyName: '__proto__' })).toThrow(
+        /^requestPropertyName must be/,
+      )
     },
   },
   {
@@ -367,8 +443,8 @@ const cases: Case[] = [
         const denied = await app.get('/')
         expect(denied.status).toBe(420)
         expect(denied.body).toEqual({ custom: true, policies: 1 })
-        expect(denied.headers['retry-after']).toBe('120')
-        expect(denied.headers.ratelimit).toBe('"1-per-1m";r=0;t=120')
+        expect(denied.headers['retry-after']).toBe('66')
+        expect(denied.headers.ratelimit).toBe('"1-per-1m";r=0;t=66')
         expect(app.handled).toBe(1)
       })
     },
@@ -739,10 +815,10 @@ const cases: Case[] = [
       await withApp(h, spec, async (app) => {
         const first = await app.head('/rate')
         expect(first.status).toBe(200)
-        expect(first.headers.ratelimit).toBe('"1-per-1m";r=0;t=120')
+        expect(first.headers.ratelimit).toBe('"1-per-1m";r=0;t=66')
         const denied = await app.head('/rate')
         expect(denied.status).toBe(429)
-        expect(denied.headers['retry-after']).toBe('120')
+        expect(denied.headers['retry-after']).toBe('66')
         for (let i = 0; i < 3; i++) expect((await app.head('/busy')).status).toBe(200)
         expect((await app.get('/busy')).status).toBe(200)
       })

@@ -26,6 +26,8 @@ export interface Req {
 export interface Custom {
   status?: number
   body: unknown
+  /** Answer nothing at all (an onLimited that forgets to respond). */
+  silent?: boolean
 }
 
 type Neutral<O, I> = Omit<O, 'key' | 'skip' | 'cost' | 'message' | 'onLimited' | 'requestWasSuccessful' | 'limiter'> & {
@@ -51,6 +53,8 @@ export type Handler =
   | 'text'
   /** This status with `{ status }` as the body (a login that fails with 401, a 500). */
   | { status: number }
+  /** 200 with the decision (or null) under each of these names (requestPropertyName). */
+  | { properties: readonly string[] }
   /** Writes "a", signals `entered`, waits for `gate`, writes "b" and ends. */
   | { stream: Promise<void>; entered?: () => void }
   /**
@@ -210,7 +214,7 @@ export const expressHarness: Harness = {
             header: (n: string) => req.get(n),
             status: () => res.statusCode,
           }),
-          ([, res], out) => res.status(out.status ?? res.statusCode).json(out.body),
+          ([, res], out) => (out.silent ? undefined : res.status(out.status ?? res.statusCode).json(out.body)),
         ),
       ),
     ),
@@ -223,7 +227,7 @@ export const expressHarness: Harness = {
             header: (n: string) => req.get(n),
             status: () => res.statusCode,
           }),
-          ([, res], out) => res.status(out.status ?? res.statusCode).json(out.body),
+          ([, res], out) => (out.silent ? undefined : res.status(out.status ?? res.statusCode).json(out.body)),
         ),
       ),
     ),
@@ -245,6 +249,10 @@ export const expressHarness: Harness = {
         if (handler === 'throw') throw new Error('handler failed')
         if (handler === 'text') return void res.end('handled')
         if ('status' in handler) return void res.status(handler.status).json({ status: handler.status })
+        if ('properties' in handler) {
+          const bag = req as unknown as Record<string, unknown>
+          return void res.json(Object.fromEntries(handler.properties.map((name) => [name, bag[name] ?? null])))
+        }
         for await (const chunk of streamed(handler.stream, handler.entered)) res.write(chunk)
         res.end()
       })
@@ -260,6 +268,7 @@ export const expressHarness: Harness = {
 
 const koaReq = (ctx: KoaContext): Req => ({ header: (n) => ctx.get(n) || undefined, status: () => ctx.status })
 const koaCustom = ([ctx]: [KoaContext], out: Custom) => {
+  if (out.silent) return
   if (out.status) ctx.status = out.status
   ctx.body = out.body
 }
@@ -306,7 +315,9 @@ export const koaHarness: Harness = {
         else if (handler === 'tick') ctx.body = { sameTick: inFirstTick.has(ctx) }
         else if (handler === 'throw') throw new Error('handler failed')
         else if (handler === 'text') ctx.body = 'handled'
-        else if ('status' in handler) {
+        else if ('properties' in handler) {
+          ctx.body = Object.fromEntries(handler.properties.map((name) => [name, ctx.state[name] ?? null]))
+        } else if ('status' in handler) {
           ctx.status = handler.status
           ctx.body = { status: handler.status }
         } else {
@@ -321,7 +332,8 @@ export const koaHarness: Harness = {
 }
 
 const honoReq = (c: HonoContext): Req => ({ header: (n) => c.req.header(n), status: () => c.res.status })
-const honoCustom = ([c]: [HonoContext], out: Custom) => c.json(out.body as object, (out.status ?? 429) as 429)
+const honoCustom = ([c]: [HonoContext], out: Custom) =>
+  out.silent ? (undefined as unknown as Response) : c.json(out.body as object, (out.status ?? 429) as 429)
 
 export const honoHarness: Harness = {
   name: 'hono',
@@ -354,6 +366,10 @@ export const honoHarness: Harness = {
         if (handler === 'throw') throw new Error('handler failed')
         if (handler === 'text') return c.text('handled')
         if ('status' in handler) return c.json({ status: handler.status }, handler.status as 401)
+        if ('properties' in handler) {
+          const get = c.get as (name: string) => unknown
+          return c.json(Object.fromEntries(handler.properties.map((name) => [name, get(name) ?? null])))
+        }
         const encoder = new TextEncoder()
         const chunks = streamed(handler.stream, handler.entered)
         return c.body(

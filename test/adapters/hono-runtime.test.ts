@@ -61,14 +61,14 @@ describe('@sluice/hono responses', () => {
       rateLimit({ limits: '1/min', store, key: () => 'k', onLimited: () => new Response('nope', { status: 429 }) }),
       () => new Response('ok'),
     )
-    expect((await hono.request('/')).headers.get('ratelimit')).toBe('"1-per-1m";r=0;t=120')
+    expect((await hono.request('/')).headers.get('ratelimit')).toBe('"1-per-1m";r=0;t=66')
     const denied = await hono.request('/')
     expect(await denied.text()).toBe('nope')
-    expect(denied.headers.get('retry-after')).toBe('120')
+    expect(denied.headers.get('retry-after')).toBe('66')
   })
 
-  it('fails with an error naming onLimited when it returns no Response', async () => {
-    for (const value of [undefined, 'nope', { status: 429 }]) {
+  it('fails with an error naming onLimited when it returns something other than a Response', async () => {
+    for (const value of ['nope', { status: 429 }]) {
       const hono = new Hono()
       hono.onError((error, c) => c.json({ error: error.name, message: error.message }, 500))
       const onLimited = (() => value) as never
@@ -81,12 +81,24 @@ describe('@sluice/hono responses', () => {
         message: expect.stringMatching(/^onLimited must return a Response.*, got /),
       })
     }
+  })
+
+  it('sends the default denial when onLimited returns nothing, as Express and Koa do (issue 13)', async () => {
+    const hono = new Hono()
+    const onLimited = (() => undefined) as never
+    hono.get('/', rateLimit({ limits: '1/min', key: () => 'k', onLimited }), (c) => c.text('ok'))
+    expect((await hono.request('/')).status).toBe(200)
+    const denied = await hono.request('/')
+    expect(denied.status).toBe(429)
+    expect(denied.headers.get('content-type')).toBe('application/problem+json')
+    expect(denied.headers.get('retry-after')).not.toBeNull()
     const busy = new Hono()
-    busy.onError((error, c) => c.json({ error: error.name }, 500))
-    const limit = concurrencyLimit({ limit: 1, key: () => 'k', onLimited: (() => undefined) as never })
+    const limit = concurrencyLimit({ limit: 1, key: () => 'k', onLimited })
     busy.get('/', limit, (c) => c.text('done'))
     const first = await busy.request('/')
-    expect((await busy.request('/')).status).toBe(500)
+    const refused = await busy.request('/')
+    expect(refused.status).toBe(429)
+    expect(refused.headers.get('retry-after')).toBe('1')
     await first.text()
   })
 

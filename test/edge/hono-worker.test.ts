@@ -1,53 +1,19 @@
 // @sluice/hono on the Workers runtime: the fixture worker is bundled the way Wrangler would
 // (esbuild, ESM, no Node built-ins) and run in workerd through Miniflare, offline.
-import { builtinModules } from 'node:module'
 import { fileURLToPath } from 'node:url'
-import { build, type Metafile } from 'esbuild'
-import { Miniflare } from 'miniflare'
+import type { Metafile } from 'esbuild'
+import type { Miniflare } from 'miniflare'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { type NodeImport, startWorker } from './workerd.js'
 
 const entry = fileURLToPath(new URL('./fixture/worker.ts', import.meta.url))
-const builtins = new Set(builtinModules)
-
-interface NodeImport {
-  path: string
-  importer: string
-}
 
 let metafile: Metafile
-const nodeImports: NodeImport[] = []
+let nodeImports: NodeImport[] = []
 let mf: Miniflare
 
 beforeAll(async () => {
-  const result = await build({
-    entryPoints: [entry],
-    bundle: true,
-    write: false,
-    metafile: true,
-    format: 'esm',
-    platform: 'neutral',
-    mainFields: ['module', 'main'],
-    conditions: ['source', 'workerd', 'worker', 'browser'],
-    target: 'es2022',
-    logLevel: 'silent',
-    plugins: [
-      {
-        name: 'record-node-imports',
-        setup(b) {
-          // Record instead of failing the build, so the assertion can name every offender.
-          b.onResolve({ filter: /.*/ }, ({ path, importer }) => {
-            if (!path.startsWith('node:') && !builtins.has(path)) return undefined
-            nodeImports.push({ path, importer })
-            return { path, external: true }
-          })
-        },
-      },
-    ],
-  })
-  metafile = result.metafile
-  // No nodejs_compat flag: exactly what a plain Workers project gets.
-  mf = new Miniflare({ modules: true, script: result.outputFiles[0]!.text, compatibilityDate: '2025-01-01' })
-  await mf.ready
+  ;({ mf, metafile, nodeImports } = await startWorker(entry))
 }, 60_000)
 
 afterAll(async () => {

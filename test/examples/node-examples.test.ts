@@ -1,6 +1,7 @@
 // Starts each Node example as its own process (from source, through tsx) on a port the OS picks,
 // and checks that its login route ends in a standards-shaped 429.
 import { type ChildProcess, spawn } from 'node:child_process'
+import { createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
@@ -109,4 +110,37 @@ describe.each(['express', 'koa', 'hono-node'])('examples/%s', (name) => {
     expect(second.quotaLeft).toBeGreaterThanOrEqual(147)
     expect(second.quotaLeft).toBeLessThan(150)
   })
+})
+
+/** Issue 13, defect 8: a port in use gives a clear message and exit code 1, never a TypeError. */
+describe.each(['express', 'koa', 'hono-node'])('examples/%s on a port in use', (name) => {
+  it(
+    'says EADDRINUSE and how to pick another PORT, and exits 1',
+    async () => {
+      const blocker = createServer()
+      await new Promise<void>((resolve) => blocker.listen(0, resolve))
+      const { port } = blocker.address() as { port: number }
+      try {
+        const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=source', 'index.ts'], {
+          cwd: `${examplesDir}${name}`,
+          env: { ...process.env, PORT: String(port) },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        })
+        let output = ''
+        child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()))
+        child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()))
+        const timer = setTimeout(() => process.kill(child.pid!, 'SIGKILL'), STARTUP_MS)
+        const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+        clearTimeout(timer)
+        expect(output).toMatch(
+          new RegExp(`port ${port} is already in use \\(EADDRINUSE\\).*PORT=${port + 1} pnpm start`),
+        )
+        expect(output).not.toMatch(/TypeError/)
+        expect(code).toBe(1)
+      } finally {
+        await new Promise((resolve) => blocker.close(resolve))
+      }
+    },
+    STARTUP_MS + 5000,
+  )
 })

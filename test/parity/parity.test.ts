@@ -1,8 +1,8 @@
 import { MemoryStore } from '@sluice/core'
 import { RedisStore } from '@sluice/redis'
 import fc from 'fast-check'
-import { Redis } from 'ioredis'
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { CLIENTS, type TestClient } from '../support/clients.js'
 import { findRedis, uniquePrefix } from '../support/redis.js'
 import { differences, runTrace, type StoreFactory } from './parity.js'
 import { traceArbitrary } from './random.js'
@@ -10,17 +10,21 @@ import { TRACE_START, traces } from './traces.js'
 
 const redis = await findRedis()
 
-describe.skipIf(redis === undefined)('parity: MemoryStore and RedisStore give identical outcomes', () => {
-  const client = new Redis(redis?.url ?? '')
-  const prefix = uniquePrefix('parity')
+afterAll(async () => {
+  await redis?.stop()
+})
+
+describe.skipIf(redis === undefined).each(CLIENTS)('parity: MemoryStore and RedisStore on $name', (kind) => {
+  let connected: TestClient
+  const prefix = uniquePrefix(`parity-${kind.name}`)
   const memory: StoreFactory = (now) => new MemoryStore({ now })
   // The denied cache is a shortcut with its own (documented) answers; parity is about the script.
-  const onRedis: StoreFactory = (now) => new RedisStore({ client, prefix, now, deniedCache: false })
+  const onRedis: StoreFactory = (now) => new RedisStore({ client: connected.client, prefix, now })
 
-  afterAll(async () => {
-    client.disconnect()
-    await redis?.stop()
+  beforeAll(async () => {
+    connected = await kind.single(redis?.port ?? 0)
   })
+  afterAll(() => connected?.close())
 
   it.each(traces.map((t) => [t.name, t] as const))('%s', async (_, trace) => {
     const expected = await runTrace(trace, memory, 'user', TRACE_START)

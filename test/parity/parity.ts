@@ -2,7 +2,7 @@ import { type Awaitable, type Outcome, type PolicySet, parsePolicies, type Store
 import type { Trace, TraceStep } from './traces.js'
 
 /** A store under test, reading the trace's clock through `now`. */
-export type StoreFactory = (now: () => number) => Required<Store>
+export type StoreFactory = (now: () => number) => Required<Omit<Store, 'algorithms'>>
 
 /**
  * Runs one trace on a fresh store and key; one outcome list per step. With `together`, the steps
@@ -26,7 +26,7 @@ export async function runTrace(
       now += (steps[i] as TraceStep)[0]
       const answers = []
       do {
-        answers.push(ask(store, key, set, (steps[i] as TraceStep)[1]))
+        answers.push(ask(store, key, set, (steps[i] as TraceStep)[1], now))
         i++
       } while (together && i < steps.length && (steps[i] as TraceStep)[0] === 0)
       results.push(...(await Promise.all(answers)))
@@ -38,10 +38,27 @@ export async function runTrace(
 }
 
 /** One step's outcomes; a refund is sent, then a peek shows its effect (sent in that order). */
-function ask(store: Required<Store>, key: string, set: PolicySet, action: TraceStep[1]): Awaitable<readonly Outcome[]> {
+function ask(
+  store: Required<Omit<Store, 'algorithms'>>,
+  key: string,
+  set: PolicySet,
+  action: TraceStep[1],
+  now: number,
+): Awaitable<readonly Outcome[]> {
   if (action === 'peek') return store.peek(key, set)
   if (typeof action === 'number') return store.consume(key, set, action)
-  const refunded = store.refund(key, set, action.refund)
+  if ('block' in action) {
+    const blocked = store.block(key, set, action.block)
+    const after = store.peek(key, set)
+    return Promise.all([blocked, after]).then(([, outcomes]) => outcomes)
+  }
+  if ('penalty' in action) {
+    const penalized = store.penalize(key, set, action.penalty)
+    const after = store.peek(key, set)
+    return Promise.all([penalized, after]).then(([, outcomes]) => outcomes)
+  }
+  const admittedAt = action.ago === undefined ? undefined : now - action.ago
+  const refunded = store.refund(key, set, action.refund, admittedAt)
   const after = store.peek(key, set)
   return Promise.all([refunded, after]).then(([, outcomes]) => outcomes)
 }

@@ -12,9 +12,11 @@ const policyArbitrary: fc.Arbitrary<PolicyOptions> = fc
     burstFactor: fc.double({ min: 0.1, max: 2, noNaN: true }),
     precision: fc.constantFrom(1, 2, 3, 4, 5),
     delayFactor: fc.option(fc.double({ min: 0, max: 2, noNaN: true }), { nil: undefined }),
+    blockFor: fc.option(fc.constantFrom(1, 50, 999, 5000), { nil: undefined, freq: 3 }),
   })
-  .map(({ algorithm, limit, window, burstFactor, precision, delayFactor }) => {
+  .map(({ algorithm, limit, window, burstFactor, precision, delayFactor, blockFor }) => {
     const options: PolicyOptions = { algorithm, limit, window }
+    if (blockFor !== undefined) options.blockFor = blockFor
     if (algorithm === 'gcra' || algorithm === 'token-bucket') {
       options.burst = Math.max(1, Math.round(limit * burstFactor))
       if (delayFactor !== undefined) options.maxDelay = Math.round(window * delayFactor)
@@ -39,6 +41,14 @@ export const traceArbitrary: fc.Arbitrary<Trace> = fc
         { weight: 6, arbitrary: fc.integer({ min: 1, max: maxCost }) },
         { weight: 1, arbitrary: fc.constant('peek' as const) },
         { weight: 2, arbitrary: fc.integer({ min: 1, max: maxCost }).map((refund) => ({ refund })) },
+        { weight: 1, arbitrary: fc.integer({ min: 1, max: 12 }).map((penalty) => ({ penalty })) },
+        { weight: 1, arbitrary: fc.integer({ min: 1, max: longest * 2 }).map((block) => ({ block })) },
+        {
+          weight: 2,
+          arbitrary: fc
+            .tuple(fc.integer({ min: 1, max: maxCost }), fc.integer({ min: 0, max: longest * 2 }))
+            .map(([refund, ago]) => ({ refund, ago })),
+        },
       ),
     )
     return fc.record({

@@ -1,12 +1,23 @@
 import type { PolicyInput } from '@sluice/core'
 
-/** Give back `refund` units, then peek to show the effect. */
+/** Give back `refund` units (admitted `ago` ms before now, when given), then peek to show the effect. */
 export interface RefundAction {
   readonly refund: number
+  readonly ago?: number
 }
 
-/** Advance the clock by `advance` ms, then consume `cost` units, peek, or refund. */
-export type TraceStep = readonly [advance: number, action: number | 'peek' | RefundAction]
+/** Take `penalty` units whatever the limits, then peek to show the effect. */
+export interface PenaltyAction {
+  readonly penalty: number
+}
+
+/** Block the key for `block` ms in the blockFor policies, then peek to show the effect. */
+export interface BlockAction {
+  readonly block: number
+}
+
+/** Advance the clock by `advance` ms, then consume `cost` units, peek, refund, take a penalty or block. */
+export type TraceStep = readonly [advance: number, action: number | 'peek' | RefundAction | PenaltyAction | BlockAction]
 
 export interface Trace {
   readonly name: string
@@ -18,7 +29,8 @@ export interface Trace {
 export const TRACE_START = 1_700_000_000_123
 
 const times = (n: number, step: TraceStep): TraceStep[] => Array.from({ length: n }, () => step)
-const refund = (units: number): RefundAction => ({ refund: units })
+const refund = (units: number, ago?: number): RefundAction =>
+  ago === undefined ? { refund: units } : { refund: units, ago }
 
 /**
  * Shared by every store: the memory store is the reference and each other store must give the
@@ -32,6 +44,11 @@ export const traces: readonly Trace[] = [
   },
   {
     name: 'sliding-window, two counters',
+    limits: [{ limit: 10, window: 1000, precision: 1 }],
+    steps: [...times(11, [30, 1]), [0, 'peek'], ...times(8, [150, 1]), [0, 4], [200, 2], [0, 'peek'], [2500, 'peek']],
+  },
+  {
+    name: 'sliding-window, the default ten sub-windows',
     limits: ['10/s'],
     steps: [...times(11, [30, 1]), [0, 'peek'], ...times(8, [150, 1]), [0, 4], [200, 2], [0, 'peek'], [2500, 'peek']],
   },
@@ -177,6 +194,104 @@ export const traces: readonly Trace[] = [
       [0, 'peek'],
       [0, 5],
       [1000, refund(5)],
+    ],
+  },
+  {
+    name: 'late refunds give back only into the window of their admission',
+    limits: [
+      { limit: 6, window: 1000, algorithm: 'fixed-window' },
+      { limit: 7, window: 3000, precision: 3 },
+      { limit: 8, window: 2000, algorithm: 'sliding-log' },
+      { limit: 5, window: 1000, algorithm: 'token-bucket', burst: 3 },
+      { limit: 4, window: 1000, algorithm: 'gcra', burst: 3 },
+    ],
+    steps: [
+      [0, 2],
+      [700, 1],
+      [400, 1],
+      [0, refund(2, 1100)],
+      [0, refund(1, 400)],
+      [0, refund(1, 0)],
+      [0, 1],
+      [1000, 1],
+      [900, refund(1, 2900)],
+      [0, refund(1, 900)],
+      [0, refund(1, 12345)],
+    ],
+  },
+  {
+    name: 'blockFor in every algorithm: a denial blocks, a block outlasts the window, refunds keep it',
+    limits: [
+      { limit: 3, window: 1000, algorithm: 'fixed-window', blockFor: 5000 },
+      { limit: 4, window: 1000, precision: 2, blockFor: 3000 },
+      { limit: 5, window: 1000, algorithm: 'sliding-log', blockFor: 2500 },
+      { limit: 6, window: 1000, algorithm: 'token-bucket', burst: 3, blockFor: 1500 },
+      { limit: 7, window: 1000, algorithm: 'gcra', burst: 3, maxDelay: 200, blockFor: 1200 },
+    ],
+    steps: [
+      ...times(4, [0, 1]),
+      [0, 'peek'],
+      [300, 1],
+      [0, refund(1)],
+      [1000, 'peek'],
+      [1000, 1],
+      [3100, 1],
+      [0, 2],
+      [0, 3],
+      [5000, 1],
+      [0, 'peek'],
+    ],
+  },
+  {
+    name: 'blockFor on one policy: another policy denying does not block it',
+    limits: [
+      { limit: 5, window: 1000, algorithm: 'fixed-window', blockFor: 10_000, name: 'guarded' },
+      { limit: 2, window: 100, algorithm: 'fixed-window', name: 'burst' },
+    ],
+    steps: [...times(3, [0, 1]), [100, 1], [0, 1], [100, 1], [0, 1], [0, 1], [500, 1], [9500, 'peek'], [500, 1]],
+  },
+  {
+    name: 'penalties past the limit in every algorithm, with and without blockFor',
+    limits: [
+      { limit: 3, window: 1000, algorithm: 'fixed-window' },
+      { limit: 4, window: 1000, precision: 2 },
+      { limit: 5, window: 1000, algorithm: 'sliding-log', blockFor: 2500 },
+      { limit: 6, window: 1000, algorithm: 'token-bucket', burst: 3 },
+      { limit: 7, window: 1000, algorithm: 'gcra', burst: 3, blockFor: 1200 },
+    ],
+    steps: [
+      [0, { penalty: 2 }],
+      [0, 1],
+      [10, { penalty: 9 }],
+      [0, 1],
+      [700, 'peek'],
+      [900, 1],
+      [1000, { penalty: 1 }],
+      [0, 1],
+      [3000, 1],
+      [0, { penalty: 20 }],
+      [5000, 'peek'],
+    ],
+  },
+  {
+    name: 'block(): only the blockFor policies, a longer block stays, the counts are kept',
+    limits: [
+      { limit: 3, window: 1000, algorithm: 'fixed-window', blockFor: 2000 },
+      { limit: 4, window: 1000, algorithm: 'gcra', burst: 2, blockFor: 500 },
+      { limit: 5, window: 1000, algorithm: 'sliding-log' },
+    ],
+    steps: [
+      [0, 1],
+      [0, { block: 1500 }],
+      [100, 1],
+      [0, { block: 200 }],
+      [1500, 1],
+      [0, 1],
+      [0, 1],
+      [0, 1],
+      [0, { block: 10_000 }],
+      [9000, 'peek'],
+      [1000, 1],
     ],
   },
   {

@@ -2,27 +2,42 @@ import { parsePolicies } from '@sluice/core'
 import { RedisStore } from '@sluice/redis'
 import { Cluster } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { CLIENTS, type TestClient } from '../support/clients.js'
 import { parseCommandStats, privateRedisAvailable, type RedisCluster, startCluster } from '../support/redis.js'
 import { HOSTILE_KEYS, storeBehaviour } from './suite.js'
 
-describe.skipIf(!(await privateRedisAvailable()))('RedisStore on a 3-master Cluster', () => {
-  let cluster: RedisCluster
-  let client: Cluster
-  beforeAll(async () => {
-    cluster = await startCluster()
-    client = new Cluster(cluster.nodes as { host: string; port: number }[])
-    await client.ping()
-  }, 30_000)
-  afterAll(async () => {
-    client?.disconnect()
-    await cluster?.stop()
-  })
+// One Cluster for every client library; each library's tests use prefixes of their own.
+let cluster: RedisCluster
+let admin: Cluster
+const available = await privateRedisAvailable()
+beforeAll(async () => {
+  if (!available) return
+  cluster = await startCluster()
+  admin = new Cluster(cluster.nodes as { host: string; port: number }[])
+  await admin.ping()
+}, 30_000)
+afterAll(async () => {
+  admin?.disconnect()
+  await cluster?.stop()
+})
 
-  storeBehaviour(() => client)
+describe.skipIf(!available).each(CLIENTS)('RedisStore on a 3-master Cluster, $name', (kind) => {
+  let connected: TestClient
+  let client: TestClient['client']
+  beforeAll(async () => {
+    connected = await kind.cluster(cluster.nodes)
+    client = connected.client
+  })
+  afterAll(() => connected?.close())
+
+  storeBehaviour(
+    () => client,
+    () => admin,
+  )
 
   it('coalesces only decisions of one client key: 30 keys × 5 at once, exact on every shard', async () => {
-    const masters = client.nodes('master')
-    const store = new RedisStore({ client, prefix: 'together:', deniedCache: false })
+    const masters = admin.nodes('master')
+    const store = new RedisStore({ client, prefix: `together-${kind.name}:`, deniedCache: false })
     const set = parsePolicies([
       { limit: 3, window: 60_000, algorithm: 'fixed-window' },
       { limit: 3, window: 60_000, algorithm: 'gcra', name: 'gcra' },
@@ -37,7 +52,13 @@ describe.skipIf(!(await privateRedisAvailable()))('RedisStore on a 3-master Clus
       }
       return sum
     }
-    const before = await calls()
+    const moved = async () => {
+      let sum = 0
+      for (const node of masters)
+        sum += Number(/^errorstat_MOVED:count=(\d+)/m.exec(await node.info('errorstats'))?.[1] ?? 0)
+      return sum
+    }
+    const [before, movedBefore] = [await calls(), await moved()]
     const asks = keys.flatMap((key) => Array.from({ length: 5 }, () => store.consume(key, set, 1)))
     const admitted = (await Promise.all(asks)).map((o) => o.every((p) => p.allowed))
     for (const [i, key] of keys.entries()) {
@@ -45,16 +66,18 @@ describe.skipIf(!(await privateRedisAvailable()))('RedisStore on a 3-master Clus
     }
     // The first decision alone, then one call per client key (keys on one shard never share one).
     expect((await calls()) - before).toBe(1 + keys.length)
+    // Each call went straight to the shard owning its keys: no node answered MOVED.
+    expect((await moved()) - movedBefore).toBe(0)
     await Promise.all([...keys, 'warm-up'].map((key) => store.reset(key, set)))
   })
 
   it('heals NOSCRIPT on every shard without counting a request twice', async () => {
-    const masters = client.nodes('master')
+    const masters = admin.nodes('master')
     expect(masters).toHaveLength(3)
     await Promise.all(masters.map((node) => node.script('FLUSH')))
     await Promise.all(masters.map((node) => node.config('RESETSTAT')))
 
-    const store = new RedisStore({ client, prefix: 'noscript:', deniedCache: false })
+    const store = new RedisStore({ client, prefix: `noscript-${kind.name}:`, deniedCache: false })
     const set = parsePolicies([
       { limit: 3, window: 60_000, algorithm: 'fixed-window' },
       { limit: 3, window: 60_000, algorithm: 'gcra', name: 'gcra' },

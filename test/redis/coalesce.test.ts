@@ -1,7 +1,8 @@
 import { ConfigError, createLimiter, MemoryStore, type Outcome, type PolicySet, parsePolicies } from '@sluice/core'
-import { RedisStore } from '@sluice/redis'
+import { type RedisClient, RedisStore } from '@sluice/redis'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { CLIENTS, type TestClient } from '../support/clients.js'
 import {
   commandsBetween,
   parseCommandStats,
@@ -27,19 +28,24 @@ async function inSequence(asks: readonly Ask[]): Promise<(readonly Outcome[])[]>
   return outcomes
 }
 
-describe.skipIf(!(await privateRedisAvailable()))('RedisStore coalescing (private server)', () => {
+const available = await privateRedisAvailable()
+
+describe.skipIf(!available).each(CLIENTS)('RedisStore coalescing (private server): $name', (kind) => {
   let server: RedisServer
-  let client: Redis
+  let connected: TestClient
+  /** The store's client, of the library under test; `admin` (ioredis) inspects and breaks things. */
+  let client: RedisClient
   let admin: Redis
   const { seen: unhandled, watch, unwatch } = unhandledRejections()
   beforeAll(async () => {
     watch()
     server = await startRedisServer()
-    client = new Redis(server.port)
+    connected = await kind.single(server.port)
+    client = connected.client
     admin = new Redis(server.port)
   })
   afterAll(async () => {
-    client.disconnect()
+    connected?.close()
     admin.disconnect()
     await server.stop()
     unwatch()

@@ -3,8 +3,8 @@ import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { type PolicyOptions, parsePolicies } from '@sluice/core'
 import { RedisStore } from '@sluice/redis'
-import { Redis } from 'ioredis'
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { clientKind, type TestClient } from '../support/clients.js'
 import { findRedis, uniquePrefix } from '../support/redis.js'
 
 const redis = await findRedis()
@@ -41,19 +41,28 @@ const POLICIES: readonly PolicyOptions[] = [
   { limit: LIMIT, window: 60_000, algorithm: 'sliding-window' },
 ]
 
-describe.skipIf(redis === undefined)('concurrent consumers across connections and processes', () => {
-  const clients = [new Redis(redis?.url ?? ''), new Redis(redis?.url ?? '')]
+// The two connections of this process are ioredis and node-redis; the child's is iovalkey: all
+// three client libraries race for the same key.
+describe.skipIf(redis === undefined)('concurrent consumers across connections, processes and client libraries', () => {
+  let connections: TestClient[] = []
+  beforeAll(async () => {
+    const port = redis?.port ?? 0
+    connections = [await clientKind('ioredis').single(port), await clientKind('node-redis').single(port)]
+  })
   afterAll(async () => {
-    for (const c of clients) c.disconnect()
+    for (const c of connections) c.close()
     await redis?.stop()
   })
 
   it.each(POLICIES.map((p) => [p.algorithm, p] as const))('%s admits exactly the limit', async (_, policy) => {
     const prefix = uniquePrefix('concurrency')
     const set = parsePolicies([policy])
-    const stores = clients.map((client) => new RedisStore({ client, prefix, deniedCache: false, now: () => NOW }))
+    const stores = connections.map(
+      ({ client }) => new RedisStore({ client, prefix, deniedCache: false, now: () => NOW }),
+    )
     const child = await startChild([
-      redis?.url ?? '',
+      'iovalkey',
+      String(redis?.port),
       prefix,
       'hot',
       JSON.stringify([policy]),

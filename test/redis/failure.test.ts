@@ -1,21 +1,14 @@
 import { createLimiter, type Decision, type LimiterOptions, MemoryStore } from '@sluice/core'
-import { RedisStore } from '@sluice/redis'
-import { Redis, type RedisOptions } from 'ioredis'
+import { type RedisClient, RedisStore } from '@sluice/redis'
+import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { CLIENTS, type Settings, type TestClient } from '../support/clients.js'
 import { privateRedisAvailable, type RedisServer, startRedisServer } from '../support/redis.js'
 import { unhandledRejections } from '../support/unhandled.js'
 
 const TIMEOUT = 150
 /** Scheduling slack on a busy 2-core machine; a hang would be seconds. */
 const SLACK = 150
-
-/** The settings the package README recommends, with a fast reconnect for the test. */
-const RECOMMENDED: RedisOptions = {
-  enableOfflineQueue: false,
-  maxRetriesPerRequest: 1,
-  autoResendUnfulfilledCommands: false,
-  retryStrategy: () => 50,
-}
 
 async function timed(decide: () => Promise<Decision>): Promise<Decision & { took: number }> {
   const start = performance.now()
@@ -31,25 +24,28 @@ async function until(check: () => Promise<boolean>, ms = 10_000): Promise<void> 
   }
 }
 
-describe.skipIf(!(await privateRedisAvailable()))('failure: Redis stopped, stalled, restarted', () => {
+const privateRedis = await privateRedisAvailable()
+
+describe.skipIf(!privateRedis).each(CLIENTS)('failure: Redis stopped, stalled, restarted: $name', (kind) => {
   const { seen: unhandled, watch, unwatch } = unhandledRejections()
   let server: RedisServer
-  const clients: Redis[] = []
+  const clients: TestClient[] = []
+  let admin: Redis | undefined
 
-  const connect = async (options: RedisOptions) => {
-    const client = new Redis(server.port, options)
-    client.on('error', () => {}) // Logged by the app in real life; the test only needs it handled.
-    clients.push(client)
-    // Without the offline queue a command before 'ready' fails at once; wait for the connection.
-    if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve))
-    return client
+  /** A client of the store with the package README's settings for its library, or the library's defaults. */
+  const connect = async (settings: Settings) => {
+    const connected = await kind.single(server.port, settings)
+    clients.push(connected)
+    return connected.client
   }
-  const limiter = (client: Redis, onStoreError: LimiterOptions['onStoreError']) =>
+  const limiter = (client: RedisClient, onStoreError: LimiterOptions['onStoreError']) =>
     createLimiter({
       limits: [{ limit: 5, window: 60_000, algorithm: 'fixed-window' }],
       store: new RedisStore({ client, prefix: 'fail:', deniedCache: false }),
       onStoreError,
       timeout: TIMEOUT,
+      // The default breaker with a short cooldown: the store is probed again sooner after a restart.
+      breaker: { failures: 5, cooldown: '1s' },
     })
 
   beforeAll(async () => {
@@ -57,17 +53,18 @@ describe.skipIf(!(await privateRedisAvailable()))('failure: Redis stopped, stall
     server = await startRedisServer()
   })
   afterAll(async () => {
-    for (const client of clients) client.disconnect()
+    for (const connected of clients) connected.close()
+    admin?.disconnect()
     await server.stop()
     unwatch()
     expect(unhandled).toEqual([])
   })
 
-  it.each<[string, RedisOptions]>([
-    ['recommended', RECOMMENDED],
-    ['default', { retryStrategy: () => 50 }],
-  ])('stopped, then restarted empty: %s client settings', async (name, options) => {
-    const client = await connect(options)
+  it.each<[Settings, string]>([
+    ['recommended', 'the README'],
+    ['default', 'the library'],
+  ])('stopped, then restarted empty: %s client settings (%s)', async (settings) => {
+    const client = await connect(settings)
     const deny = limiter(client, 'deny')
     const fallback = limiter(client, new MemoryStore())
     expect((await deny.consume('a')).source).toBe('store')
@@ -93,14 +90,15 @@ describe.skipIf(!(await privateRedisAvailable()))('failure: Redis stopped, stall
     // Same port, empty data and script cache: the store resumes by itself and EVALs the script.
     server = await startRedisServer({ port: server.port })
     await until(async () => (await deny.consume('probe')).source === 'store')
-    const after = await Promise.all(Array.from({ length: 7 }, () => deny.consume(`fresh-${name}`)))
+    const after = await Promise.all(Array.from({ length: 7 }, () => deny.consume(`fresh-${settings}`)))
     expect(after.map((d) => d.source)).toEqual(Array(7).fill('store'))
     expect(after.filter((d) => d.allowed)).toHaveLength(5)
   })
 
   it('stalled (DEBUG SLEEP): answers within the timeout, then resumes', async () => {
-    const client = await connect(RECOMMENDED)
-    const admin = await connect({})
+    const client = await connect('recommended')
+    admin = new Redis(server.port)
+    await admin.ping()
     const allow = limiter(client, 'allow')
     const fallback = limiter(client, new MemoryStore())
     expect((await allow.consume('s')).source).toBe('store')

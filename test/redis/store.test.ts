@@ -1,7 +1,9 @@
-import { parsePolicies } from '@sluice/core'
-import { RedisStore } from '@sluice/redis'
+import { type ObserveEvent, type Outcome, parsePolicies, type SyncEvent } from '@sluice/core'
+import { RedisStore, SyncedStore } from '@sluice/redis'
 import { Redis } from 'ioredis'
+import { createClient, RESP_TYPES } from 'redis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { CLIENTS, type TestClient } from '../support/clients.js'
 import {
   commandsBetween,
   findRedis,
@@ -9,31 +11,92 @@ import {
   privateRedisAvailable,
   type RedisServer,
   startRedisServer,
+  uniquePrefix,
 } from '../support/redis.js'
 import { storeBehaviour } from './suite.js'
 
 const shared = await findRedis()
 
-describe.skipIf(shared === undefined)('RedisStore on a single node', () => {
-  const client = new Redis(shared?.url ?? '')
-  afterAll(async () => {
-    client.disconnect()
-    await shared?.stop()
-  })
-  storeBehaviour(() => client)
+afterAll(async () => {
+  await shared?.stop()
 })
 
-describe.skipIf(!(await privateRedisAvailable()))('RedisStore round trips (private server)', () => {
+describe.skipIf(shared === undefined).each(CLIENTS)('RedisStore on a single node, $name', (kind) => {
+  let connected: TestClient
+  const admin = new Redis(shared?.url ?? '')
+  beforeAll(async () => {
+    connected = await kind.single(shared?.port ?? 0)
+  })
+  afterAll(() => {
+    connected?.close()
+    admin.disconnect()
+  })
+  storeBehaviour(
+    () => connected.client,
+    () => admin,
+  )
+})
+
+describe.skipIf(shared === undefined)('RedisStore and SyncedStore on node-redis with RESP3 and a type mapping', () => {
+  it('decide as on any client: every script call carries its own reply mapping', async () => {
+    // What an application might set for its own commands: text for bulk strings and numbers.
+    const typeMapping = { [RESP_TYPES.BLOB_STRING]: String, [RESP_TYPES.NUMBER]: String }
+    const client = await createClient({
+      socket: { host: '127.0.0.1', port: shared?.port },
+      RESP: 3,
+      commandOptions: { typeMapping },
+    })
+      .on('error', () => {})
+      .connect()
+    try {
+      const prefix = uniquePrefix('mapped')
+      const set = parsePolicies(['2/min', { limit: 5, window: 60_000, algorithm: 'gcra' }])
+      const store = new RedisStore({ client, prefix, deniedCache: false })
+      const decided = [
+        await store.consume('k', set, 1),
+        await store.consume('k', set, 1),
+        await store.consume('k', set, 1),
+      ]
+      expect(decided.map((o) => o.map((p) => p.remaining))).toEqual([
+        [1, 4],
+        [0, 3],
+        [0, 3],
+      ])
+      await store.reset('k', set)
+
+      const events: SyncEvent[] = []
+      const observe = (e: ObserveEvent) => void (e.type === 'sync' && events.push(e))
+      const synced = new SyncedStore({ client, prefix, exactAbove: 0.3, observe })
+      const counted = parsePolicies({ limit: 10, window: 60_000, algorithm: 'fixed-window' })
+      synced.consume('k', counted, 3) // counted locally
+      await synced.flush()
+      expect(events.map((e) => e.error)).toEqual([undefined, undefined])
+      expect((synced.peek('k', counted) as readonly Outcome[])[0]?.remaining).toBe(7)
+      // Above 30 % of the limit: decided by the exact script, whose integer reply says admitted.
+      expect((await synced.consume('k', counted, 1))[0]).toMatchObject({ allowed: true, remaining: 6 })
+      await synced.reset('k', counted)
+      await synced.close()
+    } finally {
+      client.destroy()
+    }
+  })
+})
+
+const privateRedis = await privateRedisAvailable()
+
+describe.skipIf(!privateRedis).each(CLIENTS)('RedisStore round trips (private server): $name', (kind) => {
   let server: RedisServer
-  let client: Redis
+  let connected: TestClient
+  let client: TestClient['client']
   let admin: Redis
   beforeAll(async () => {
     server = await startRedisServer()
-    client = new Redis(server.port)
+    connected = await kind.single(server.port)
+    client = connected.client
     admin = new Redis(server.port)
   })
   afterAll(async () => {
-    client.disconnect()
+    connected?.close()
     admin.disconnect()
     await server.stop()
   })
@@ -62,7 +125,7 @@ describe.skipIf(!(await privateRedisAvailable()))('RedisStore round trips (priva
     expect(psetex + setrange).toBe(10 * n)
   })
 
-  it.each([
+  it.runIf(kind.name === 'ioredis').each([
     [false, 20],
     [true, 3], // one alone, then the other 19 in batches of up to 16
   ])('works on a client with enableAutoPipelining (coalesce: %s)', async (coalesce, calls) => {
@@ -82,7 +145,11 @@ describe.skipIf(!(await privateRedisAvailable()))('RedisStore round trips (priva
   it('rewrites a state of the same window in place (SETRANGE), keeping the expiry PSETEX set', async () => {
     let now = 1_700_000_080_000 // 40 s into a minute (1_700_000_040_000 is a whole minute)
     const store = new RedisStore({ client, prefix: 'in-place:', deniedCache: false, now: () => now })
-    const set = parsePolicies([{ limit: 100, window: 60_000, algorithm: 'fixed-window', name: 'fixed' }, '100/min'])
+    // precision 1: the two-counter layout read back below (the default, 10, keeps 11 counts).
+    const set = parsePolicies([
+      { limit: 100, window: 60_000, algorithm: 'fixed-window', name: 'fixed' },
+      { limit: 100, window: 60_000, precision: 1 },
+    ])
     const keys = store.keysOf('k', set)
     let before = await stats()
     await store.consume('k', set, 1)

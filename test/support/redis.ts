@@ -154,11 +154,11 @@ export interface RedisCluster {
   stop(): Promise<void>
 }
 
-/** A 3-master Cluster (no replicas) on free ports; `stop` ends every server by PID. */
-export async function startCluster(masters = 3): Promise<RedisCluster> {
+/** A 3-master Cluster (with `replicas` per master, default none) on free ports; `stop` ends every server by PID. */
+export async function startCluster(masters = 3, replicas = 0): Promise<RedisCluster> {
   const servers: RedisServer[] = []
   try {
-    for (let i = 0; i < masters; i++) {
+    for (let i = 0; i < masters * (1 + replicas); i++) {
       servers.push(
         await startRedisServer({
           args: ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '2000'],
@@ -170,7 +170,7 @@ export async function startCluster(masters = 3): Promise<RedisCluster> {
       'create',
       ...servers.map((s) => `127.0.0.1:${s.port}`),
       '--cluster-replicas',
-      '0',
+      String(replicas),
       '--cluster-yes',
     ])
     for (const server of servers) {

@@ -12,6 +12,8 @@ export interface PolicyDecision {
   readonly resetAfter: number
   readonly retryAfter: number
   readonly delay: number
+  /** Admitted with nothing remaining: the time until one more unit is available (see `Outcome`). */
+  readonly nextAfter?: number | undefined
 }
 
 /**
@@ -20,6 +22,7 @@ export interface PolicyDecision {
  */
 export type DecisionSource = 'store' | 'fallback' | 'error'
 
+/** The answer to one request, across every policy of the limiter (see the README for each field). */
 export interface Decision {
   readonly allowed: boolean
   /** `limit`, `remaining` and `resetAfter` describe the binding policy: the one that denied, or the one closest to exhaustion. */
@@ -41,6 +44,7 @@ export interface Decision {
   readonly error?: unknown
 }
 
+/** Combines per-policy outcomes into a `Decision`: all-or-nothing, with the binding policy chosen as documented. */
 export function toDecision(
   key: string,
   policies: readonly Policy[],
@@ -66,6 +70,7 @@ export function toDecision(
       resetAfter: outcome.resetAfter,
       retryAfter: outcome.retryAfter,
       delay: outcome.delay,
+      nextAfter: outcome.nextAfter,
     }
     if (outcome.delay > delay) delay = outcome.delay
     const current = outcomes[binding] as Outcome

@@ -1,8 +1,11 @@
 import type { Outcome } from './algorithms/index.js'
+import { type BreakerOptions, breakerOf } from './breaker.js'
 import { type Decision, type DecisionSource, toDecision } from './decision.js'
 import { toMilliseconds } from './duration.js'
 import { ConfigError, StoreTimeoutError } from './errors.js'
+import { assertKnownOptions } from './known-options.js'
 import { MemoryStore } from './memory-store.js'
+import { containObserve, describeError, type Observe } from './observe.js'
 import {
   capacityOf,
   type Policy,
@@ -12,8 +15,9 @@ import {
   supportsShaping,
   withMaxDelay,
 } from './policy.js'
-import { type Awaitable, isThenable, type Store } from './store.js'
+import { type Awaitable, andThen, isThenable, type Store } from './store.js'
 
+/** Options of `createLimiter`. */
 export interface LimiterOptions {
   /** One policy or several, all enforced together: `['100/min', '2/s']`. */
   limits: PolicyInput | readonly PolicyInput[]
@@ -28,18 +32,45 @@ export interface LimiterOptions {
   timeout?: number | string
   /** Shaping budget for every gcra and token-bucket policy that does not set its own. */
   maxDelay?: number | string
+  /**
+   * Keeps this limiter's counts apart from other limiters with the same policies on the same
+   * store (a global '10/min' and a route '10/min'; /login and /reset): keys are stored as
+   * `<namespace>:<key>`. Letters, digits and _ . * - only. Default: none, so limiters with the
+   * same policy on one store share counts, as one limiter used on several routes does.
+   */
+  namespace?: string
+  /**
+   * Stop asking a failing asynchronous store: after `failures` consecutive failures or timeouts
+   * decisions go straight to `onStoreError`, with no wait, until a probe after `cooldown`
+   * succeeds. Default `{ failures: 5, cooldown: '5s' }`; `false` asks the store every time.
+   */
+  breaker?: BreakerOptions | false
+  /**
+   * Called with each event (a decision, a store error, the breaker opening or closing). It never
+   * changes a decision; an exception it throws is contained and reported once.
+   */
+  observe?: Observe
 }
 
+/** Per-call options of `limiter.consume`. */
 export interface ConsumeOptions {
   /** Units this request takes. Default 1. */
   cost?: number
 }
 
+/** Options of `limiter.refund`. */
 export interface RefundOptions {
   /** Units to give back: what the refunded consume took. Default 1. */
   cost?: number
+  /**
+   * When the refunded consume was admitted: `limiter.clock()` read when its decision came. With
+   * it, a fixed or sliding window gives back only into the window that consume counted in (a
+   * late refund never erases a later request's count). Without it, the newest counts are used.
+   */
+  admittedAt?: number
 }
 
+/** Decides requests by key against a set of policies, on one store. Made by `createLimiter`. */
 export interface Limiter {
   readonly policies: readonly Policy[]
   /** Decides and, if admitted, takes `cost` from every policy. Never rejects for "limited". */
@@ -56,7 +87,35 @@ export interface Limiter {
   refund(key: string, options?: RefundOptions): Promise<void>
   /** Whether the store implements refunds (MemoryStore and RedisStore do; the sketch stores do not). */
   readonly canRefund: boolean
+  /**
+   * Takes `cost` units (default 1) from every policy whatever the limits (rate-limiter-flexible's
+   * `penalty`: a failed login that counts as ten), so the key may stay denied until that has
+   * drained; with `blockFor`, the next request it denies starts a block. Resolves with a peek
+   * after it. Store failures reject, as `refund`'s do; a store without `penalize` (the sketch
+   * stores) rejects with a ConfigError.
+   */
+  penalty(key: string, options?: { cost?: number }): Promise<Decision>
+  /**
+   * Blocks the key for `duration` (ms or a duration string) in every policy with `blockFor`, as
+   * that policy's own denial would (rate-limiter-flexible's `block`); `reset` lifts it. Resolves
+   * with a peek after it. A ConfigError when no policy has `blockFor`, or the store cannot block.
+   */
+  block(key: string, duration: number | string): Promise<Decision>
+  /** The store's clock in epoch ms (its `now()`, else `Date.now()`): what `refund`'s `admittedAt` reads. */
+  clock(): number
 }
+
+/** Every option `createLimiter` takes: one list, so a new option is one more name here. */
+export const LIMITER_OPTION_NAMES: readonly (keyof LimiterOptions)[] = [
+  'limits',
+  'store',
+  'onStoreError',
+  'timeout',
+  'maxDelay',
+  'namespace',
+  'breaker',
+  'observe',
+]
 
 /** The cost that stands for a peek inside the limiter (a consume's cost is at least 1). */
 const PEEK = 0
@@ -64,26 +123,69 @@ const PEEK = 0
 /** How long a request denied by `onStoreError: 'deny'` is told to wait. */
 const DENY_ON_ERROR_RETRY_MS = 1000
 
+/** A limiter for `options.limits` on `options.store` (a new `MemoryStore` by default). Throws a `ConfigError` naming the field for invalid options. */
 export function createLimiter(options: LimiterOptions): Limiter {
   if (options === null || typeof options !== 'object') {
     throw new ConfigError('options', options, 'must be an object such as { limits: ["100/min"] }')
   }
+  assertKnownOptions(options as unknown as Record<string, unknown>, LIMITER_OPTION_NAMES, 'createLimiter()')
   const set = withLimiterMaxDelay(parsePolicies(options.limits), options.maxDelay)
   const store = options.store ?? new MemoryStore()
   assertStore('store', store, 'must be a store with consume, peek and reset methods')
+  assertServes(store, set)
   const onStoreError = options.onStoreError ?? 'allow'
   if (onStoreError !== 'allow' && onStoreError !== 'deny') {
     assertStore('onStoreError', onStoreError, "must be 'allow', 'deny' or a fallback store")
   }
   const timeout = toMilliseconds('timeout', options.timeout ?? 1000)
+  const { namespace } = options
+  if (namespace !== undefined && (typeof namespace !== 'string' || !/^[A-Za-z0-9_.*-]+$/.test(namespace))) {
+    throw new ConfigError('namespace', namespace, 'must be a non-empty string of letters, digits and _ . * -')
+  }
+  /** The key as stored: the namespace's, so that ':' in a key can never reach another namespace. */
+  const prefix = namespace === undefined ? '' : `${namespace}:`
+  const breaker = breakerOf(options.breaker)
+  const emit = containObserve(options.observe)
   const maxCost = Math.min(...set.policies.map(capacityOf))
   const { policies } = set
+  /** Whether decisions are coming from onStoreError rather than the store. */
+  let failing = false
+  /** Each warning is given once per limiter: a flapping store must not flood the log. */
+  let warnedFailing = false
+  let warnedRecovered = false
 
   /** Asks a store for a decision: a consume of `cost`, or a peek when cost is PEEK. */
   const ask = (target: Store, key: string, cost: number): Awaitable<readonly Outcome[]> =>
-    cost === PEEK ? target.peek(key, set) : target.consume(key, set, cost)
+    cost === PEEK ? target.peek(prefix + key, set) : target.consume(prefix + key, set, cost)
 
-  const onFailure = async (key: string, cost: number, error: unknown): Promise<Decision> => {
+  /** The store answered: close a breaker this probe was testing, and say so when an outage ends. */
+  const recovered = (probe: boolean): void => {
+    const openMs = breaker?.succeeded(probe)
+    if (openMs !== undefined) emit?.({ type: 'breaker-close', openMs })
+    if (failing) {
+      failing = false
+      if (warnedRecovered) return
+      warnedRecovered = true
+      console.warn('[sluice] SLUICE_STORE_RECOVERED: the store answers again; decisions come from it.')
+    }
+  }
+
+  /** The store failed (`skipped`: the open breaker kept it from being asked). */
+  const onFailure = async (key: string, cost: number, error: unknown, skipped = false): Promise<Decision> => {
+    if (!skipped) emit?.({ type: 'store-error', key, error })
+    failing = true
+    if (!warnedFailing) {
+      warnedFailing = true
+      console.warn(
+        `[sluice] SLUICE_STORE_FAILING: the store failed (${describeError(error)}); decisions are now ${
+          onStoreError === 'allow'
+            ? "allowed without limits (onStoreError: 'allow')"
+            : onStoreError === 'deny'
+              ? "denied (onStoreError: 'deny')"
+              : 'made by the fallback store (onStoreError)'
+        } until it answers again.`,
+      )
+    }
     if (typeof onStoreError === 'object') {
       try {
         return toDecision(key, policies, await settle(ask(onStoreError, key, cost), timeout), 'fallback', error)
@@ -100,20 +202,59 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return failed(key, policies, onStoreError === 'allow', 'error', error)
   }
 
-  /** A synchronous store (memory) is answered at once: no timer, no promise. */
+  /** An asynchronous failure or timeout counts towards the breaker; opening it is an event. */
+  const countFailure = (probe: boolean, error: unknown): void => {
+    if (breaker?.failed(probe, error)) {
+      emit?.({ type: 'breaker-open', failures: breaker.failures, cooldownMs: breaker.cooldown, error })
+    }
+  }
+
+  /**
+   * A synchronous store (memory) is answered at once: no timer, no promise. Only asynchronous
+   * failures count towards the breaker: a synchronous store has no wait to save, and a full
+   * MemoryStore's refusals of new keys must not stop the limiting of the keys it holds.
+   */
   const run = (key: string, cost: number): Awaitable<Decision> => {
+    let probe = false
+    if (breaker?.open) {
+      if (!breaker.tryProbe()) return onFailure(key, cost, breaker.openError(), true)
+      probe = true
+    }
     let answer: Awaitable<readonly Outcome[]>
     try {
       answer = ask(store, key, cost)
     } catch (error) {
-      return onFailure(key, cost, error)
+      const decided = onFailure(key, cost, error)
+      if (probe) countFailure(probe, error)
+      return decided
     }
-    if (!isThenable(answer)) return toDecision(key, policies, answer, 'store')
+    if (!isThenable(answer)) {
+      if (failing || probe) recovered(probe)
+      return toDecision(key, policies, answer, 'store')
+    }
     return (settle(answer, timeout) as Promise<readonly Outcome[]>).then(
-      (outcomes) => toDecision(key, policies, outcomes, 'store'),
-      (error: unknown) => onFailure(key, cost, error),
+      (outcomes) => {
+        recovered(probe)
+        return toDecision(key, policies, outcomes, 'store')
+      },
+      (error: unknown) => {
+        // The store error's event first, then the breaker's.
+        const decided = onFailure(key, cost, error)
+        countFailure(probe, error)
+        return decided
+      },
     )
   }
+
+  /** `run`, reporting each consume's decision and how long it took; used only with `observe`. */
+  const observed = (key: string, cost: number): Awaitable<Decision> => {
+    const start = performance.now()
+    return andThen(run(key, cost), (decision) => {
+      if (cost !== PEEK) emit?.({ type: 'decision', key, decision, cost, storeMs: performance.now() - start })
+      return decision
+    })
+  }
+  const decide = emit === undefined ? run : observed
 
   /** A ConfigError when `cost` is not a cost these limits could ever admit. */
   const costError = (cost: unknown): ConfigError | undefined =>
@@ -130,14 +271,16 @@ export function createLimiter(options: LimiterOptions): Limiter {
     // Only a missing cost means 1: a null from a lookup that found nothing is a mistake.
     const cost: unknown = consumeOptions?.cost === undefined ? 1 : consumeOptions.cost
     if (typeof key !== 'string') throw keyError(key)
-    const invalid = costError(cost)
+    // A cost of 1 always fits (every policy admits at least 1): most calls skip the checks.
+    const invalid = cost === 1 ? undefined : costError(cost)
     if (invalid !== undefined) throw invalid
-    return run(key, cost as number)
+    return decide(key, cost as number)
   }
 
   const limiter: Limiter = {
     policies,
     canRefund: typeof store.refund === 'function',
+    clock: typeof store.now === 'function' ? () => (store.now as () => number)() : Date.now,
     consume(key, consumeOptions) {
       try {
         return Promise.resolve(consumeNow(key, consumeOptions))
@@ -147,11 +290,11 @@ export function createLimiter(options: LimiterOptions): Limiter {
     },
     peek(key) {
       if (typeof key !== 'string') return Promise.reject(keyError(key))
-      return Promise.resolve(run(key, PEEK))
+      return Promise.resolve(decide(key, PEEK))
     },
     async reset(key) {
       if (typeof key !== 'string') throw keyError(key)
-      await settle(store.reset(key, set), timeout)
+      await settle(store.reset(prefix + key, set), timeout)
     },
     async refund(key, refundOptions) {
       const cost: unknown = refundOptions?.cost === undefined ? 1 : refundOptions.cost
@@ -165,11 +308,77 @@ export function createLimiter(options: LimiterOptions): Limiter {
           'cannot refund: use a MemoryStore or RedisStore, or a store with refund()',
         )
       }
-      await settle(store.refund(key, set, cost as number), timeout)
+      const { admittedAt } = refundOptions ?? {}
+      if (admittedAt !== undefined && (typeof admittedAt !== 'number' || !Number.isFinite(admittedAt))) {
+        throw new ConfigError('admittedAt', admittedAt, 'must be epoch milliseconds from limiter.clock()')
+      }
+      await settle(store.refund(prefix + key, set, cost as number, admittedAt), timeout)
+    },
+    async penalty(key, penaltyOptions) {
+      const cost: unknown = penaltyOptions?.cost === undefined ? 1 : penaltyOptions.cost
+      if (typeof key !== 'string') throw keyError(key)
+      if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 1) {
+        throw new ConfigError('cost', cost, 'must be a positive whole number of units')
+      }
+      if (store.penalize === undefined) {
+        throw new ConfigError('store', store, 'cannot take a penalty: use a MemoryStore or RedisStore')
+      }
+      await settle(store.penalize(prefix + key, set, cost), timeout)
+      return run(key, PEEK)
+    },
+    async block(key, duration) {
+      if (typeof key !== 'string') throw keyError(key)
+      const ms = toMilliseconds('duration', duration)
+      if (!policies.some((p) => p.blockFor > 0)) {
+        throw new ConfigError(
+          'limits',
+          policies.map((p) => p.name),
+          'have no policy with blockFor, so nothing can block',
+        )
+      }
+      if (store.block === undefined) {
+        throw new ConfigError('store', store, 'cannot block: use a MemoryStore or RedisStore')
+      }
+      await settle(store.block(prefix + key, set, ms), timeout)
+      return run(key, PEEK)
     },
   }
   immediateConsumers.set(limiter, consumeNow)
+  sharing.set(limiter, { store, set, namespace })
   return limiter
+}
+
+/** What the `validate` check of the HTTP handlers needs to know about a limiter. */
+interface Sharing {
+  readonly store: Store
+  readonly set: PolicySet
+  readonly namespace: string | undefined
+}
+const sharing = new WeakMap<Limiter, Sharing>()
+/** Per store, per policy id: the first limiter without a namespace seen using it. */
+const seenPolicies = new WeakMap<Store, Map<string, Limiter>>()
+
+/**
+ * Records `limiter` as used (by a middleware) and returns the name of a policy that another
+ * limiter without a namespace already uses on the same store, so both count every request
+ * together (a global '10/min' plus a route '10/min' counts twice). Undefined when there is none,
+ * when the limiter has a namespace, or when it was not made by createLimiter.
+ */
+export function sharedPolicyOf(limiter: Limiter): string | undefined {
+  const info = sharing.get(limiter)
+  if (info === undefined || info.namespace !== undefined) return undefined
+  let seen = seenPolicies.get(info.store)
+  if (seen === undefined) {
+    seen = new Map()
+    seenPolicies.set(info.store, seen)
+  }
+  let shared: string | undefined
+  for (const policy of info.set.policies) {
+    const first = seen.get(policy.id)
+    if (first === undefined) seen.set(policy.id, limiter)
+    else if (first !== limiter) shared ??= policy.name
+  }
+  return shared
 }
 
 /** Each limiter's synchronous-when-possible consume (see `consumeNowOf`). */
@@ -236,6 +445,21 @@ function failed(
 
 function keyError(key: unknown): ConfigError {
   return new ConfigError('key', key, 'must be a string')
+}
+
+/** A ConfigError naming the first policy whose algorithm the store says it cannot serve. */
+function assertServes(store: Store, set: PolicySet): void {
+  const served = store.algorithms
+  if (served === undefined) return
+  for (const [i, policy] of set.policies.entries()) {
+    if (!served.includes(policy.algorithm)) {
+      throw new ConfigError(
+        `limits[${i}].algorithm`,
+        policy.algorithm,
+        `is not served by ${store.constructor?.name ?? 'this store'} (it serves ${served.join(', ')}); policy "${policy.name}"`,
+      )
+    }
+  }
 }
 
 function assertStore(field: string, store: unknown, expectation: string): asserts store is Store {

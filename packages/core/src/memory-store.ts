@@ -1,8 +1,22 @@
-import { type AlgorithmState, copyState, type Outcome, peekOutcome, refund } from './algorithms/index.js'
+import {
+  type AlgorithmState,
+  blockState,
+  type Kept,
+  type Meter,
+  meters,
+  type Outcome,
+  peekOutcome,
+  penalize,
+  refund,
+  step,
+} from './algorithms/index.js'
+import { peekOf } from './algorithms/outcome.js'
 import { ConfigError, StoreFullError } from './errors.js'
+import { assertKnownOptions } from './known-options.js'
 import type { Policy, PolicySet } from './policy.js'
 import { evaluate, type Store } from './store.js'
 
+/** Options of `new MemoryStore(options)`. */
 export interface MemoryStoreOptions {
   /** Keys tracked at most, across every limiter using this store. Default 100 000. */
   maxKeys?: number
@@ -10,15 +24,38 @@ export interface MemoryStoreOptions {
   now?: () => number
 }
 
+/**
+ * One key's states, each at its policy's index in this store (a policy id keeps one index): as
+ * its meter keeps it, changed in place, or for a policy with `blockFor` the transition's state
+ * in a `Held`. Each carries its expiry: when it is back to full quota, and so reads as none.
+ * The first two indices are fields (most apps have one or two policies): no array per key.
+ */
 interface Entry {
-  /** Each policy's state, at the policy's index in this store (a policy id keeps one index). */
-  readonly states: AlgorithmState[]
-  /** When each state is back to full quota, and so reads as no state at all. */
-  readonly expiries: number[]
-  /** The latest of the expiries: the whole entry can be forgotten after it. */
-  expiresAt: number
+  slot0: Kept | undefined
+  slot1: Kept | undefined
+  /** The states at index 2 on, at index − 2; undefined until a key has one. */
+  more: (Kept | undefined)[] | undefined
   /** A limited key is never evicted before this, or a flood of new keys would unblock it. */
   protectedUntil: number
+}
+
+/** Every option `new MemoryStore` takes: one list, so a new option is one more name here. */
+export const MEMORY_STORE_OPTION_NAMES: readonly string[] = ['maxKeys', 'now']
+
+/** The state of a policy with `blockFor`, which its transition replaces rather than changes. */
+interface Held extends Kept {
+  readonly state: AlgorithmState
+}
+
+/** How this store runs one set of policies; worked out once per set. */
+interface Plan {
+  readonly set: PolicySet
+  /** The store's index of each policy in the set. */
+  readonly indices: readonly number[]
+  /** Each policy's meter; undefined for a policy with `blockFor`, which runs its transition. */
+  readonly meters: readonly (Meter<Kept> | undefined)[]
+  /** Whether every policy has a meter and a state of its own, so a consume changes states in place. */
+  readonly inPlace: boolean
 }
 
 /** Expired entries looked at per new key: keeps memory trim without a timer. */
@@ -34,13 +71,20 @@ const SWEEP_PER_INSERT = 2
  */
 export class MemoryStore implements Store {
   readonly maxKeys: number
-  readonly #now: () => number
+  /** The injected clock; undefined for `Date.now`, which is then called directly (a call through a field costs more). */
+  readonly #clock: (() => number) | undefined
   readonly #entries = new Map<string, Entry>()
   readonly #policyIndex = new Map<string, number>()
-  readonly #setIndices = new WeakMap<PolicySet, number[]>()
+  readonly #plans = new WeakMap<PolicySet, Plan>()
+  /** The last set's plan: a limiter uses one set, so this saves the WeakMap lookup. */
+  #plan: Plan | undefined
   #cursor: Iterator<[string, Entry]> = this.#entries.entries()
 
   constructor(options: MemoryStoreOptions = {}) {
+    if (options === null || typeof options !== 'object') {
+      throw new ConfigError('options', options, 'must be an object such as { maxKeys: 10_000 }')
+    }
+    assertKnownOptions(options as Record<string, unknown>, MEMORY_STORE_OPTION_NAMES, 'MemoryStore')
     const { maxKeys = 100_000, now = Date.now } = options
     if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {
       throw new ConfigError('maxKeys', maxKeys, 'must be a positive whole number')
@@ -48,7 +92,16 @@ export class MemoryStore implements Store {
     if (typeof now !== 'function') throw new ConfigError('now', now, 'must be a function returning epoch milliseconds')
     this.maxKeys = maxKeys
     // Whole milliseconds keep every decision's times whole (performance.now-style clocks are not).
-    this.#now = now === Date.now ? now : () => Math.floor(now())
+    this.#clock = now === Date.now ? undefined : () => Math.floor(now())
+  }
+
+  /** The store's clock, epoch ms: what `refund`'s `admittedAt` is read on. */
+  now(): number {
+    return this.#time()
+  }
+
+  #time(): number {
+    return this.#clock === undefined ? Date.now() : this.#clock()
   }
 
   /** Keys currently held (expired ones count until they are swept). */
@@ -57,64 +110,162 @@ export class MemoryStore implements Store {
   }
 
   consume(key: string, set: PolicySet, cost: number): readonly Outcome[] {
-    const now = this.#now()
-    const indices = this.#indicesOf(set)
+    const now = this.#time()
+    const plan = this.#planOf(set)
+    if (!plan.inPlace) return this.#consumeByTransitions(key, plan, cost, now)
+    const { policies } = set
+    const { indices } = plan
+    const planMeters = plan.meters as readonly Meter<Kept>[]
     let entry = this.#entries.get(key)
-    const result = evaluate(entry && statesOf(entry, indices, now), now, set, cost)
-    const { outcomes } = result
-
-    let latest = now
-    let exhausted = !result.allowed
-    for (let i = 0; i < outcomes.length; i++) {
-      const outcome = outcomes[i] as Outcome
-      if (now + outcome.resetAfter > latest) latest = now + outcome.resetAfter
-      if (outcome.remaining === 0) exhausted = true
+    const outcomes: Outcome[] = new Array(policies.length)
+    let allowed = true
+    for (let i = 0; i < policies.length; i++) {
+      const outcome = (planMeters[i] as Meter<Kept>).decide(
+        liveSlot(entry, indices[i] as number, now),
+        now,
+        policies[i] as Policy,
+        cost,
+      )
+      outcomes[i] = outcome
+      if (!outcome.allowed) allowed = false
     }
+    if (!allowed) {
+      // Nothing is taken from any policy, so those that would have admitted report their quota untouched.
+      for (let i = 0; i < policies.length; i++) {
+        if ((outcomes[i] as Outcome).allowed) {
+          const state = liveSlot(entry, indices[i] as number, now)
+          outcomes[i] = (planMeters[i] as Meter<Kept>).decide(state, now, policies[i] as Policy, 0)
+        }
+      }
+    }
+    const latest = latestOf(outcomes, now)
+    if (allowed) {
+      if (entry === undefined) {
+        entry = newEntry()
+        this.#insert(key, entry, now)
+      }
+      for (let i = 0; i < policies.length; i++) {
+        const index = indices[i] as number
+        const stored = slotAt(entry, index)
+        const live = stored !== undefined && stored.expiry > now ? stored : undefined
+        const state = (planMeters[i] as Meter<Kept>).take(live, now, policies[i] as Policy, cost, stored)
+        state.expiry = now + (outcomes[i] as Outcome).resetAfter
+        if (state !== stored) setSlot(entry, index, state)
+      }
+    }
+    if (entry !== undefined && latest > entry.protectedUntil && (!allowed || exhausted(outcomes))) {
+      entry.protectedUntil = latest
+    }
+    return outcomes
+  }
+
+  /** `consume` for a set with a `blockFor` policy: the transitions, on the states as they read them. */
+  #consumeByTransitions(key: string, plan: Plan, cost: number, now: number): readonly Outcome[] {
+    const { indices } = plan
+    let entry = this.#entries.get(key)
+    const result = evaluate(entry && statesOf(entry, plan, now), now, plan.set, cost)
+    const { outcomes } = result
+    const latest = latestOf(outcomes, now)
     if (result.allowed) {
       if (entry === undefined) {
-        entry = { states: [], expiries: [], expiresAt: latest, protectedUntil: 0 }
+        entry = newEntry()
         this.#insert(key, entry, now)
       }
       for (let i = 0; i < indices.length; i++) {
-        const index = indices[i] as number
-        const stored = entry.states[index]
-        if (stored === undefined) entry.states[index] = result.states[i]
-        else if (stored !== result.states[i]) copyState[(set.policies[i] as Policy).algorithm](stored, result.states[i])
-        entry.expiries[index] = now + (outcomes[i] as Outcome).resetAfter
+        keep(entry, plan, i, result.states[i], now + (outcomes[i] as Outcome).resetAfter)
       }
-      if (latest > entry.expiresAt) entry.expiresAt = latest
+    } else if (result.blocks !== undefined) {
+      // A denial that starts a block (blockFor) writes that policy's state, nothing else.
+      if (entry === undefined) {
+        entry = newEntry()
+        this.#insert(key, entry, now)
+      }
+      for (const i of result.blocks) {
+        keep(entry, plan, i, result.states[i], now + (outcomes[i] as Outcome).resetAfter)
+      }
     }
-    if (entry !== undefined && exhausted && latest > entry.protectedUntil) entry.protectedUntil = latest
+    if (entry !== undefined && latest > entry.protectedUntil && (!result.allowed || exhausted(outcomes))) {
+      entry.protectedUntil = latest
+    }
     return outcomes
   }
 
   peek(key: string, set: PolicySet): readonly Outcome[] {
-    const now = this.#now()
+    const now = this.#time()
     const entry = this.#entries.get(key)
-    const states = entry && statesOf(entry, this.#indicesOf(set), now)
-    return set.policies.map((policy, i) => peekOutcome(states?.[i], now, policy))
+    const plan = this.#planOf(set)
+    return set.policies.map((policy, i) => {
+      const slot = liveSlot(entry, plan.indices[i] as number, now)
+      const meter = plan.meters[i]
+      if (meter === undefined) return peekOutcome((slot as Held | undefined)?.state, now, policy)
+      return peekOf(meter.decide(slot, now, policy, 0), meter.decide(slot, now, policy, 1))
+    })
   }
 
   /** Refunded states keep their expiry: a refund never lengthens the time back to full quota. */
-  refund(key: string, set: PolicySet, cost: number): void {
+  refund(key: string, set: PolicySet, cost: number, admittedAt?: number): void {
     const entry = this.#entries.get(key)
     if (entry === undefined) return
-    const now = this.#now()
-    const indices = this.#indicesOf(set)
-    const states = statesOf(entry, indices, now)
+    const now = this.#time()
+    const plan = this.#planOf(set)
+    const states = statesOf(entry, plan, now)
+    for (let i = 0; i < states.length; i++) {
+      const state = states[i]
+      const next = refund(state, now, set.policies[i] as Policy, cost, admittedAt)
+      if (next !== state) keep(entry, plan, i, next, (slotAt(entry, plan.indices[i] as number) as Kept).expiry)
+    }
+  }
+
+  /** Writes every policy's penalized state, with the expiry a consume would give it. */
+  penalize(key: string, set: PolicySet, cost: number): void {
+    const now = this.#time()
+    const plan = this.#planOf(set)
+    const { indices } = plan
+    let entry = this.#entries.get(key)
+    const states = entry && statesOf(entry, plan, now)
+    const next = set.policies.map((policy, i) => penalize(states?.[i], now, policy, cost))
+    const resets = set.policies.map((policy, i) => step(next[i], now, policy, 0).outcome.resetAfter)
+    const latest = now + Math.max(0, ...resets)
+    if (entry === undefined) {
+      entry = newEntry()
+      this.#insert(key, entry, now)
+    }
+    for (let i = 0; i < indices.length; i++) {
+      keep(entry, plan, i, next[i], now + (resets[i] as number))
+    }
+    if (latest > entry.protectedUntil) entry.protectedUntil = latest
+  }
+
+  /** Blocks the key in the set's `blockFor` policies; the entry lives at least as long. */
+  block(key: string, set: PolicySet, duration: number): void {
+    const now = this.#time()
+    const plan = this.#planOf(set)
+    const { indices } = plan
+    let entry = this.#entries.get(key)
+    const states = entry && statesOf(entry, plan, now)
+    const until = now + duration
+    if (entry === undefined) {
+      entry = newEntry()
+      this.#insert(key, entry, now)
+    }
     for (let i = 0; i < indices.length; i++) {
       const policy = set.policies[i] as Policy
-      const state = states[i]
-      const next = refund(state, now, policy, cost)
-      if (next !== state) copyState[policy.algorithm](state, next)
+      if (policy.blockFor === 0) continue
+      const next = blockState(states?.[i], until)
+      const held: Held = { state: next, expiry: now + step(next, now, policy, 0).outcome.resetAfter }
+      setSlot(entry, indices[i] as number, held)
     }
+    if (until > entry.protectedUntil) entry.protectedUntil = until
   }
 
   reset(key: string, set: PolicySet): void {
     const entry = this.#entries.get(key)
     if (entry === undefined) return
-    for (const index of this.#indicesOf(set)) entry.expiries[index] = 0
-    if (entry.expiries.every((expiry) => expiry === 0)) this.#entries.delete(key)
+    for (const index of this.#planOf(set).indices) {
+      const slot = slotAt(entry, index)
+      if (slot !== undefined) slot.expiry = 0
+    }
+    if (expiresAt(entry) === 0) this.#entries.delete(key)
     else entry.protectedUntil = 0
   }
 
@@ -124,11 +275,13 @@ export class MemoryStore implements Store {
     this.#cursor = this.#entries.entries()
   }
 
-  /** The store's index of each policy in the set; computed once per set. */
-  #indicesOf(set: PolicySet): number[] {
-    let indices = this.#setIndices.get(set)
-    if (indices === undefined) {
-      indices = set.policies.map((policy) => {
+  /** How this store runs the set (see `Plan`); worked out once per set. */
+  #planOf(set: PolicySet): Plan {
+    const last = this.#plan
+    if (last !== undefined && last.set === set) return last
+    let plan = this.#plans.get(set)
+    if (plan === undefined) {
+      const indices = set.policies.map((policy) => {
         let index = this.#policyIndex.get(policy.id)
         if (index === undefined) {
           index = this.#policyIndex.size
@@ -136,9 +289,14 @@ export class MemoryStore implements Store {
         }
         return index
       })
-      this.#setIndices.set(set, indices)
+      const planMeters = set.policies.map((policy) => (policy.blockFor > 0 ? undefined : meters[policy.algorithm]))
+      // Two policies alike but for their names share one state: taking in place would count twice.
+      const inPlace = planMeters.every((meter) => meter !== undefined) && new Set(indices).size === indices.length
+      plan = { set, indices, meters: planMeters, inPlace }
+      this.#plans.set(set, plan)
     }
-    return indices
+    this.#plan = plan
+    return plan
   }
 
   #insert(key: string, entry: Entry, now: number): void {
@@ -147,7 +305,7 @@ export class MemoryStore implements Store {
     if (this.#entries.size >= this.maxKeys / 2) {
       for (let i = 0; i < SWEEP_PER_INSERT; i++) {
         const next = this.#advance()
-        if (next !== undefined && next[1].expiresAt <= now) this.#entries.delete(next[0])
+        if (next !== undefined && expiresAt(next[1]) <= now) this.#entries.delete(next[0])
       }
     }
     if (this.#entries.size >= this.maxKeys) this.#evictOne(now)
@@ -178,7 +336,7 @@ export class MemoryStore implements Store {
       const next = this.#advance()
       if (next === undefined) break
       const [key, entry] = next
-      if (entry.protectedUntil <= now || entry.expiresAt <= now) {
+      if (entry.protectedUntil <= now || expiresAt(entry) <= now) {
         this.#entries.delete(key)
         return
       }
@@ -189,12 +347,69 @@ export class MemoryStore implements Store {
   }
 }
 
-/** The live state of each policy for this entry, aligned with the set; expired states read as none. */
-function statesOf(entry: Entry, indices: readonly number[], now: number): (AlgorithmState | undefined)[] {
-  const states = new Array<AlgorithmState | undefined>(indices.length)
-  for (let i = 0; i < indices.length; i++) {
-    const index = indices[i] as number
-    states[i] = (entry.expiries[index] ?? 0) > now ? entry.states[index] : undefined
+function newEntry(): Entry {
+  return { slot0: undefined, slot1: undefined, more: undefined, protectedUntil: 0 }
+}
+
+/** The state stored for the policy at `index`, live or not. */
+function slotAt(entry: Entry, index: number): Kept | undefined {
+  return index === 0 ? entry.slot0 : index === 1 ? entry.slot1 : entry.more?.[index - 2]
+}
+
+function setSlot(entry: Entry, index: number, slot: Kept): void {
+  if (index === 0) entry.slot0 = slot
+  else if (index === 1) entry.slot1 = slot
+  else {
+    entry.more ??= []
+    entry.more[index - 2] = slot
   }
-  return states
+}
+
+/** When the last of the entry's states is back to full quota: the whole entry can be forgotten then (0: none). */
+function expiresAt(entry: Entry): number {
+  let latest = Math.max(entry.slot0?.expiry ?? 0, entry.slot1?.expiry ?? 0)
+  for (const slot of entry.more ?? []) if (slot !== undefined && slot.expiry > latest) latest = slot.expiry
+  return latest
+}
+
+/** The stored state of the policy at `index` while it is live; an expired one reads as none. */
+function liveSlot(entry: Entry | undefined, index: number, now: number): Kept | undefined {
+  if (entry === undefined) return undefined
+  const slot = slotAt(entry, index)
+  return slot !== undefined && slot.expiry > now ? slot : undefined
+}
+
+/** The live state of each policy for this entry as the transitions read it, aligned with the set. */
+function statesOf(entry: Entry, plan: Plan, now: number): (AlgorithmState | undefined)[] {
+  return plan.indices.map((index, i) => {
+    const slot = liveSlot(entry, index, now)
+    const meter = plan.meters[i]
+    if (slot === undefined) return undefined
+    return meter === undefined ? (slot as Held).state : meter.toState(slot)
+  })
+}
+
+/** Stores a state a transition (or refund, penalty) returned for the set's policy `i`, with its expiry. */
+function keep(entry: Entry, plan: Plan, i: number, state: AlgorithmState, expiry: number): void {
+  const meter = plan.meters[i]
+  const held: Held | undefined = meter === undefined ? { state, expiry } : undefined
+  const slot = held ?? (meter as Meter<Kept>).fromState(state)
+  slot.expiry = expiry
+  setSlot(entry, plan.indices[i] as number, slot)
+}
+
+/** When the last of these outcomes is back to full quota. */
+function latestOf(outcomes: readonly Outcome[], now: number): number {
+  let latest = now
+  for (let i = 0; i < outcomes.length; i++) {
+    const reset = now + (outcomes[i] as Outcome).resetAfter
+    if (reset > latest) latest = reset
+  }
+  return latest
+}
+
+/** Whether any policy has nothing left: the key is limited, so eviction passes it over. */
+function exhausted(outcomes: readonly Outcome[]): boolean {
+  for (let i = 0; i < outcomes.length; i++) if ((outcomes[i] as Outcome).remaining === 0) return true
+  return false
 }

@@ -15,7 +15,13 @@ describe('shorthand policies', () => {
     ['3 / 90sec', 3, 90_000, '3-per-90s'],
     ['1/1.5s', 1, 1_500, '1-per-1500ms'],
   ])('%s → limit %i per %i ms, named %s', (text, limit, window, name) => {
-    expect(parsePolicy(text)).toMatchObject({ limit, window, name, algorithm: 'sliding-window', precision: 1 })
+    expect(parsePolicy(text)).toMatchObject({ limit, window, name, algorithm: 'sliding-window', precision: 10 })
+  })
+
+  it('defaults precision to 10 sub-windows, or the most up to 10 that split the window into whole ms', () => {
+    const precision = (window: number) => parsePolicy({ limit: 5, window }).precision
+    expect([60_000, 1000, 250, 20, 7, 1001, 13, 1].map(precision)).toEqual([10, 10, 10, 10, 7, 7, 1, 1])
+    expect(parsePolicy({ limit: 5, window: 60_000, precision: 1 }).precision).toBe(1)
   })
 
   it('fills the defaults of the object form', () => {

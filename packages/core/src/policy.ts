@@ -1,7 +1,9 @@
 import { DURATION_UNITS, parseDurationString, toMilliseconds } from './duration.js'
 import { ConfigError } from './errors.js'
 
+/** The algorithm names a policy accepts, `sliding-window` being the default. */
 export const ALGORITHMS = ['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket', 'gcra'] as const
+/** One of `ALGORITHMS`: `'fixed-window' | 'sliding-window' | 'sliding-log' | 'token-bucket' | 'gcra'`. */
 export type AlgorithmName = (typeof ALGORITHMS)[number]
 
 /** Shaping (delaying instead of rejecting) needs a schedule that can be reserved ahead. */
@@ -12,7 +14,14 @@ const BURST_ALGORITHMS = SHAPING_ALGORITHMS
 export const MAX_SLIDING_LOG_LIMIT = 10_000
 /** Sub-windows of a sliding window; more buys little accuracy for linear memory. */
 export const MAX_PRECISION = 60
+/**
+ * Sub-windows of a sliding window when `precision` is not given. Measured (bench:accuracy): on
+ * Poisson clients at 0.1–1.2× a 100/min limit the most admitted in a minute falls from 135 with
+ * one sub-window to 106 with ten, for 72 more bytes per key in Redis and none in a MemoryStore.
+ */
+export const DEFAULT_PRECISION = 10
 
+/** A policy as an object; the shorthand string `'100/min'` is `{ limit: 100, window: '1min' }`. */
 export interface PolicyOptions {
   /** Requests (cost units) admitted per window. */
   limit: number
@@ -22,10 +31,19 @@ export interface PolicyOptions {
   algorithm?: AlgorithmName
   /** gcra and token-bucket: how many may arrive at once. Default `limit`. */
   burst?: number
-  /** sliding-window: sub-windows per window. Default 1, the classic two-counter form. */
+  /**
+   * sliding-window: sub-windows per window. Default 10 (or the largest number up to 10 that
+   * divides the window into whole ms); 1 is Cloudflare's two-counter form.
+   */
   precision?: number
   /** gcra and token-bucket: delay a request up to this long instead of rejecting it. */
   maxDelay?: number | string
+  /**
+   * Once this policy denies a request, keep the key denied for this long (rate-limiter-flexible's
+   * blockDuration; the login brute-force recipe: `{ limit: 5, window: '15m', blockFor: '1h' }`).
+   * Default 0: no block.
+   */
+  blockFor?: number | string
   /** Shown in headers and decisions. Default e.g. `"100-per-1m"`. */
   name?: string
 }
@@ -42,6 +60,8 @@ export interface Policy {
   readonly burst: number
   readonly precision: number
   readonly maxDelay: number
+  /** Milliseconds a key stays denied once this policy denied it; 0 for none. */
+  readonly blockFor: number
   /** Identifies the policy's stored state: two policies with the same id share counts. */
   readonly id: string
 }
@@ -59,9 +79,11 @@ const OPTION_KEYS: ReadonlySet<string> = new Set([
   'burst',
   'precision',
   'maxDelay',
+  'blockFor',
   'name',
 ])
 
+/** Validates and normalises one policy or a list (`limits`) into a `PolicySet`; throws a `ConfigError` naming `field[i]`. */
 export function parsePolicies(input: unknown, field = 'limits'): PolicySet {
   const list =
     typeof input === 'string' || (input !== null && typeof input === 'object' && !Array.isArray(input))
@@ -85,6 +107,7 @@ export function parsePolicies(input: unknown, field = 'limits'): PolicySet {
   return Object.freeze({ id: policies.map((p) => p.id).join('|'), policies: Object.freeze(policies) })
 }
 
+/** Validates and normalises one shorthand string or policy object; throws a `ConfigError` naming `field`. */
 export function parsePolicy(input: unknown, field = 'limit'): Policy {
   if (typeof input === 'string') return parseShorthand(input, field)
   if (input === null || typeof input !== 'object' || Array.isArray(input)) {
@@ -104,7 +127,7 @@ export function parsePolicy(input: unknown, field = 'limit'): Policy {
 }
 
 function parseShorthand(text: string, field: string): Policy {
-  const match = /^\s*(\S+?)\s*\/\s*(\S+)\s*$/.exec(text)
+  const match = /^\s*(\S+?)\s*\/\s*(\S.*?)\s*$/.exec(text)
   const limit = match && /^\d+$/.test(match[1] as string) ? Number(match[1]) : undefined
   const window = match ? parseDurationString(match[2] as string) : undefined
   if (limit === undefined || window === undefined) {
@@ -118,7 +141,7 @@ function parseShorthand(text: string, field: string): Policy {
 }
 
 function buildPolicy(options: Record<string, unknown>, field: string): Policy {
-  const limit = positiveInteger(`${field}.limit`, options.limit)
+  const limit = headerInteger(`${field}.limit`, positiveInteger(`${field}.limit`, options.limit))
   const window = toMilliseconds(`${field}.window`, options.window)
   const algorithm = options.algorithm ?? 'sliding-window'
   if (!ALGORITHMS.includes(algorithm as AlgorithmName)) {
@@ -129,12 +152,20 @@ function buildPolicy(options: Record<string, unknown>, field: string): Policy {
   if (options.burst !== undefined && !BURST_ALGORITHMS.has(algo)) {
     throw new ConfigError(`${field}.burst`, options.burst, `applies to gcra and token-bucket only, not ${algo}`)
   }
-  const burst = options.burst === undefined ? limit : positiveInteger(`${field}.burst`, options.burst)
+  const burst =
+    options.burst === undefined
+      ? limit
+      : headerInteger(`${field}.burst`, positiveInteger(`${field}.burst`, options.burst))
 
   if (options.precision !== undefined && algo !== 'sliding-window') {
     throw new ConfigError(`${field}.precision`, options.precision, `applies to sliding-window only, not ${algo}`)
   }
-  const precision = options.precision === undefined ? 1 : positiveInteger(`${field}.precision`, options.precision)
+  const precision =
+    options.precision !== undefined
+      ? positiveInteger(`${field}.precision`, options.precision)
+      : algo === 'sliding-window'
+        ? defaultPrecision(window)
+        : 1
   if (precision > MAX_PRECISION) {
     throw new ConfigError(`${field}.precision`, precision, `must be at most ${MAX_PRECISION}`)
   }
@@ -151,6 +182,9 @@ function buildPolicy(options: Record<string, unknown>, field: string): Policy {
   }
   const maxDelay =
     options.maxDelay === undefined ? 0 : toMilliseconds(`${field}.maxDelay`, options.maxDelay, { allowZero: true })
+
+  const blockFor =
+    options.blockFor === undefined ? 0 : toMilliseconds(`${field}.blockFor`, options.blockFor, { allowZero: true })
 
   if (algo === 'sliding-log' && limit > MAX_SLIDING_LOG_LIMIT) {
     throw new ConfigError(
@@ -180,8 +214,35 @@ function buildPolicy(options: Record<string, unknown>, field: string): Policy {
     burst,
     precision,
     maxDelay,
-    id: policyId(algo, limit, window, burst, precision, maxDelay),
+    blockFor,
+    id: blockId(policyId(algo, limit, window, burst, precision, maxDelay), blockFor),
   })
+}
+
+/**
+ * The largest Structured Field Integer (RFC 9651 §3.3.1: at most 15 digits). A limit (`q`) or a
+ * remaining count (`r`, up to burst) beyond it could not be written in the RateLimit headers,
+ * so such a policy is rejected rather than clamped in the header, which would misstate it.
+ */
+export const MAX_HEADER_INTEGER = 999_999_999_999_999
+
+export function headerInteger(field: string, value: number): number {
+  if (value > MAX_HEADER_INTEGER) {
+    throw new ConfigError(
+      field,
+      value,
+      `must be at most ${MAX_HEADER_INTEGER} (15 digits, the most an RFC 9651 Integer in the RateLimit headers can carry)`,
+    )
+  }
+  return value
+}
+
+/** DEFAULT_PRECISION, or the largest precision below it that splits the window into whole ms. */
+function defaultPrecision(window: number): number {
+  for (let precision = DEFAULT_PRECISION; precision > 1; precision--) {
+    if (window % precision === 0) return precision
+  }
+  return 1
 }
 
 function positiveInteger(field: string, value: unknown): number {
@@ -216,7 +277,8 @@ export function capacityOf(policy: Policy): number {
 /** The policy with `maxDelay` as its shaping budget, for limiters that set one for all. */
 export function withMaxDelay(policy: Policy, maxDelay: number): Policy {
   const { algorithm, limit, window, burst, precision } = policy
-  return Object.freeze({ ...policy, maxDelay, id: policyId(algorithm, limit, window, burst, precision, maxDelay) })
+  const id = blockId(policyId(algorithm, limit, window, burst, precision, maxDelay), policy.blockFor)
+  return Object.freeze({ ...policy, maxDelay, id })
 }
 
 export function supportsShaping(algorithm: AlgorithmName): boolean {
@@ -225,4 +287,9 @@ export function supportsShaping(algorithm: AlgorithmName): boolean {
 
 function policyId(...parts: (string | number)[]): string {
   return parts.join(':')
+}
+
+/** A blocking policy keeps its own state (with the block in it): ids without a block are unchanged. */
+function blockId(id: string, blockFor: number): string {
+  return blockFor === 0 ? id : `${id}:block${blockFor}`
 }

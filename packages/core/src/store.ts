@@ -1,6 +1,7 @@
 import { type AlgorithmState, type Outcome, step } from './algorithms/index.js'
-import type { Policy, PolicySet } from './policy.js'
+import type { AlgorithmName, Policy, PolicySet } from './policy.js'
 
+/** A value, or a promise of it: stores answer synchronously when they can. */
 export type Awaitable<T> = T | PromiseLike<T>
 
 /** An answer is asynchronous when it is thenable: a Promise from any realm or promise library. */
@@ -39,6 +40,12 @@ export function whenReady<T>(value: Awaitable<T>, use: (value: T) => unknown, fa
  * callers. A store that can answer synchronously should: the limiter then skips a timer.
  */
 export interface Store {
+  /**
+   * The algorithms this store can serve; absent means all. `createLimiter` rejects a policy with
+   * any other algorithm (a `ConfigError` naming it), so a mismatch shows at start-up, not at the
+   * first request.
+   */
+  readonly algorithms?: readonly AlgorithmName[]
   consume(key: string, policies: PolicySet, cost: number): Awaitable<readonly Outcome[]>
   /** Reports without consuming (see `peekOutcome`). */
   peek(key: string, policies: PolicySet): Awaitable<readonly Outcome[]>
@@ -48,15 +55,37 @@ export interface Store {
    * algorithm's refund rule (see `Refund`): never creating state, never beyond a full quota,
    * never into a window that has passed. Optional: a store that cannot refund leaves it out,
    * and a limiter on it says so (`canRefund`).
+   *
+   * `admittedAt` (optional; stores may ignore it): when the refunded consume was admitted, in
+   * epoch ms on this store's clock (`now()`, else `Date.now()`). Windowed algorithms then give
+   * back only into the (sub-)window that consume counted in, never into a later one.
    */
-  refund?(key: string, policies: PolicySet, cost: number): Awaitable<void>
+  refund?(key: string, policies: PolicySet, cost: number, admittedAt?: number): Awaitable<void>
+  /**
+   * Takes `cost` units from every policy of the set whatever their limits (a penalty: a failed
+   * login counted as ten), so the key may be denied until that has drained. Optional.
+   */
+  penalize?(key: string, policies: PolicySet, cost: number): Awaitable<void>
+  /**
+   * Blocks the key for `duration` ms from now in every policy of the set that has `blockFor`
+   * (an existing longer block stays); other policies are left alone. Optional.
+   */
+  block?(key: string, policies: PolicySet, duration: number): Awaitable<void>
+  /** The clock `admittedAt` is read on, epoch ms. Optional: without it the limiter uses `Date.now()`. */
+  now?(): number
 }
 
+/** What `evaluate` returns for one request: the decision and the states to write if it was admitted. */
 export interface Evaluation {
   readonly allowed: boolean
   readonly outcomes: Outcome[]
   /** The states to write, aligned with the policies; meaningful only when allowed. */
   readonly states: AlgorithmState[]
+  /**
+   * When denied: the indices of the policies whose denial starts a block (`blockFor`), whose
+   * states must be written all the same. Undefined when there are none.
+   */
+  readonly blocks?: number[] | undefined
 }
 
 /**
@@ -73,11 +102,16 @@ export function evaluate(
   const outcomes: Outcome[] = new Array(policies.length)
   const next: AlgorithmState[] = new Array(policies.length)
   let allowed = true
+  let blocks: number[] | undefined
   for (let i = 0; i < policies.length; i++) {
     const result = step(states?.[i], now, policies[i] as Policy, cost)
     outcomes[i] = result.outcome
     next[i] = result.state
     if (!result.outcome.allowed) allowed = false
+    if (result.blocks) {
+      blocks ??= []
+      blocks.push(i)
+    }
   }
   if (!allowed) {
     // Nothing is taken from any policy, so those that would have admitted report their quota untouched.
@@ -85,5 +119,5 @@ export function evaluate(
       if ((outcomes[i] as Outcome).allowed) outcomes[i] = step(states?.[i], now, policies[i] as Policy, 0).outcome
     }
   }
-  return { allowed, outcomes, states: next }
+  return { allowed, outcomes, states: next, blocks: allowed ? undefined : blocks }
 }

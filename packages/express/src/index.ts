@@ -1,19 +1,26 @@
+import type {
+  ActiveClients,
+  AdmissionState,
+  ConcurrencyInfo,
+  AdmissionControlOptions as CoreAdmissionOptions,
+  ConcurrencyLimitOptions as CoreConcurrencyOptions,
+  RateLimitOptions as CoreRateLimitOptions,
+  Decision,
+  HeaderEntry,
+  Limiter,
+} from '@sluice/core'
 import {
   type Adapter,
-  type ConcurrencyInfo,
+  type AdmissionPlan,
   type ConcurrencyPlan,
-  type ConcurrencyLimitOptions as CoreConcurrencyOptions,
-  type RateLimitOptions as CoreRateLimitOptions,
+  createAdmissionHandler,
   createConcurrencyHandler,
   createRateLimitHandler,
-  type Decision,
-  type HeaderEntry,
-  type Limiter,
+  type DenyPlan,
   onResponseDone,
   type RateLimitPlan,
-  type ResponseBody,
   whenReady,
-} from '@sluice/core'
+} from '@sluice/core/adapter'
 import type { NextFunction, Request, RequestHandler, Response } from 'express'
 
 declare global {
@@ -21,17 +28,25 @@ declare global {
     interface Request {
       /** The rate-limit decision for this request, set by `@sluice/express`'s `rateLimit()`. */
       rateLimit?: Decision
+      /** Throttling mode, the active-client estimate and whether this client was known: `admissionControl()`. */
+      admission?: AdmissionState
     }
   }
 }
 
 type Args = [req: Request, res: Response]
+/** `rateLimit()` options: the limiter's (`limits`, `store`, …) and the middleware's (`key`, `headers`, …). */
 export type RateLimitOptions = CoreRateLimitOptions<Args, unknown>
+/** `concurrencyLimit()` options: `limit`, `key`, `statusCode`, `name`, `headers`, …. */
 export type ConcurrencyLimitOptions = CoreConcurrencyOptions<Args, unknown>
+/** `admissionControl()` options: `maxActive`, `window`, `slots`, `key`, `sync`, `statusCode`, …. */
+export type AdmissionControlOptions = CoreAdmissionOptions<Args, unknown>
+export type { AdmissionInfo } from '@sluice/core'
 /** Groups an address the way the default key does, for custom keys that fall back to the IP. */
 export { ipKey } from '@sluice/core'
-export type { ConcurrencyInfo, Decision }
+export type { AdmissionState, ConcurrencyInfo, Decision }
 
+/** What `rateLimit()` returns: an Express handler that also exposes its limiter. */
 export interface RateLimitMiddleware extends RequestHandler {
   /**
    * The limiter behind the middleware: `peek`, `reset` and `consume` by key. Undefined when the
@@ -67,33 +82,32 @@ function writeHeaders(res: Response, headers: readonly HeaderEntry[]): void {
   }
 }
 
-async function deny(
-  res: Response,
-  status: number,
-  headers: readonly HeaderEntry[],
-  response: ResponseBody | (() => unknown),
-) {
+async function deny(res: Response, { status, headers, response, fallback }: DenyPlan<unknown>) {
   res.status(status)
   writeHeaders(res, headers)
-  if (typeof response === 'function') await response()
-  else {
-    if (!res.headersSent) res.setHeader('Content-Type', response.contentType)
-    res.end(response.text)
+  if (typeof response === 'function') {
+    await response()
+    // An onLimited that sent nothing would leave the request hanging: send the default denial.
+    if (res.headersSent || res.writableEnded) return
   }
+  const body = typeof response === 'function' ? fallback : response
+  if (!res.headersSent) res.setHeader('Content-Type', body.contentType)
+  res.end(body.text)
 }
 
 /** Rate limits requests: `app.use(rateLimit({ limits: ['100/min', '2/s'] }))`. */
 export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
   const handler = createRateLimitHandler(options, adapter)
+  const { property } = handler
   const apply = (req: Request, res: Response, next: NextFunction, plan: RateLimitPlan<unknown>) => {
     if (plan.kind === 'skip') return next()
-    req.rateLimit = plan.decision
+    ;(req as unknown as Record<string, Decision>)[property] = plan.decision
     if (plan.kind === 'continue') {
       writeHeaders(res, plan.headers)
       if (plan.settle) onResponseDone(res, plan.settle)
       return next()
     }
-    return deny(res, plan.status, plan.headers, plan.response)
+    return deny(res, plan)
   }
   // A plan made synchronously (memory store) is applied in the same tick: Express charges an
   // asynchronous next() far more than a synchronous one.
@@ -108,11 +122,35 @@ export function concurrencyLimit(options: ConcurrencyLimitOptions): RequestHandl
   const handler = createConcurrencyHandler(options, adapter)
   const apply = (res: Response, next: NextFunction, plan: ConcurrencyPlan<unknown>) => {
     if (plan.kind === 'skip') return next()
-    if (plan.kind === 'deny') return deny(res, plan.status, plan.headers, plan.response)
+    if (plan.kind === 'deny') return deny(res, plan)
     writeHeaders(res, plan.headers)
     // The release itself runs once.
     onResponseDone(res, plan.release)
     return next()
   }
   return (req, res, next) => whenReady(handler.plan(req, res), (plan) => apply(res, next, plan), next)
+}
+
+/** What `admissionControl()` returns: the middleware, which also exposes its `clients`. */
+export interface AdmissionMiddleware extends RequestHandler {
+  /** The clients seen within the window, behind the middleware (`has`, `size`). */
+  readonly clients: ActiveClients
+}
+
+/**
+ * Throttling mode: once more than `maxActive` clients were active within the window, only those
+ * already seen are served; new ones get 429. `app.use(admissionControl({ maxActive: 10_000 }))`.
+ */
+export function admissionControl(options: AdmissionControlOptions): AdmissionMiddleware {
+  const handler = createAdmissionHandler(options, adapter)
+  const apply = (req: Request, res: Response, next: NextFunction, plan: AdmissionPlan<unknown>) => {
+    if (plan.kind === 'skip') return next()
+    req.admission = plan.state
+    if (plan.kind === 'continue') return next()
+    return deny(res, plan)
+  }
+  const middleware = (req: Request, res: Response, next: NextFunction): void => {
+    whenReady(handler.plan(req, res), (plan) => apply(req, res, next, plan), next)
+  }
+  return Object.assign(middleware, { clients: handler.clients })
 }

@@ -1,18 +1,25 @@
 import {
-  type Adapter,
+  type ActiveClients,
+  type AdmissionState,
   type ConcurrencyInfo,
   ConfigError,
+  type AdmissionControlOptions as CoreAdmissionOptions,
   type ConcurrencyLimitOptions as CoreConcurrencyOptions,
   type RateLimitOptions as CoreRateLimitOptions,
-  createConcurrencyHandler,
-  createRateLimitHandler,
   type Decision,
   type HeaderEntry,
-  isThenable,
   type Limiter,
-  onStreamDone,
   type ResponseBody,
 } from '@sluice/core'
+import {
+  type Adapter,
+  createAdmissionHandler,
+  createConcurrencyHandler,
+  createRateLimitHandler,
+  type DenyPlan,
+  isThenable,
+  onStreamDone,
+} from '@sluice/core/adapter'
 import type { Context, MiddlewareHandler } from 'hono'
 import type { GetConnInfo } from 'hono/conninfo'
 
@@ -26,18 +33,38 @@ interface AddressOptions {
    */
   getConnInfo?: GetConnInfo
 }
+/** `rateLimit()` options: the limiter's (`limits`, `store`, …) and the middleware's (`key`, `headers`, …), plus `getConnInfo`. */
 export type RateLimitOptions = CoreRateLimitOptions<Args, Awaitable<Response>> & AddressOptions
+/** `concurrencyLimit()` options: `limit`, `key`, `statusCode`, `name`, `headers`, …, plus `getConnInfo`. */
 export type ConcurrencyLimitOptions = CoreConcurrencyOptions<Args, Awaitable<Response>> & AddressOptions
+/** `admissionControl()` options: `maxActive`, `window`, `slots`, `key`, `sync`, `statusCode`, …, plus `getConnInfo`. */
+export type AdmissionControlOptions = CoreAdmissionOptions<Args, Awaitable<Response>> & AddressOptions
+export type { AdmissionInfo } from '@sluice/core'
 /** Groups an address the way the default key does, for custom keys that fall back to the IP. */
 export { ipKey } from '@sluice/core'
-export type { ConcurrencyInfo, Decision }
+export type { AdmissionState, ConcurrencyInfo, Decision }
 
-/** The variables `rateLimit()` sets: type your app with `new Hono<{ Variables: RateLimitVariables }>()`. */
+/**
+ * The variables `rateLimit()` sets. Importing this package already types `c.get('rateLimit')` and
+ * `c.var.rateLimit` on any app (see the augmentation below); `new Hono<{ Variables: RateLimitVariables }>()`
+ * remains for apps that declare their variables explicitly.
+ */
 export interface RateLimitVariables {
   /** The rate-limit decision for this request (undefined when `skip` let it through). */
   rateLimit: Decision | undefined
 }
 
+// Types `c.get('rateLimit')` on a plain `new Hono()`, as Express's `req.rateLimit` is typed.
+declare module 'hono' {
+  interface ContextVariableMap {
+    /** The rate-limit decision for this request, set by `@sluice/hono`'s `rateLimit()` (undefined when skipped). */
+    rateLimit: Decision | undefined
+    /** Throttling mode, the active-client estimate and whether this client was known: `admissionControl()`. */
+    admission: AdmissionState | undefined
+  }
+}
+
+/** What `rateLimit()` returns: a Hono middleware that also exposes its limiter. */
 export type RateLimitMiddleware = MiddlewareHandler<{ Variables: RateLimitVariables }> & {
   /**
    * The limiter behind the middleware: `peek`, `reset` and `consume` by key. Undefined when the
@@ -114,15 +141,14 @@ function writeHeaders(c: Context, headers: readonly HeaderEntry[]): void {
 
 async function deny(
   c: Context,
-  status: number,
-  headers: readonly HeaderEntry[],
-  response: ResponseBody | (() => Awaitable<Response>),
+  { status, headers, response, fallback }: DenyPlan<Awaitable<Response>>,
 ): Promise<Response> {
   c.status(status as 429)
   writeHeaders(c, headers)
-  if (typeof response !== 'function')
-    return c.body(response.text, status as 429, { 'Content-Type': response.contentType })
+  if (typeof response !== 'function') return bodyOf(c, status, response)
   const res = await response()
+  // An onLimited that returned nothing did not answer: the default denial, as Express and Koa.
+  if (res === undefined) return bodyOf(c, status, fallback)
   // Anything else would leave Hono's default 200, or fail deep inside Hono.
   if (!(res instanceof Response)) {
     throw new ConfigError('onLimited', res, 'must return a Response, such as c.json(body, 429) or c.text(text, 429)')
@@ -132,34 +158,56 @@ async function deny(
   return c.res
 }
 
+function bodyOf(c: Context, status: number, body: ResponseBody): Response {
+  return c.body(body.text, status as 429, { 'Content-Type': body.contentType })
+}
+
 /**
  * A Response built by hand (not with c.json, c.text or c.body) lacks the headers set on the
  * context beforehand. Touching the response only then keeps @hono/node-server on its fast path,
  * which a header written after the handler would leave (about 3× the CPU per request).
+ * A list header (RateLimit, RateLimit-Policy) that is there but lacks this limiter's member (an
+ * inner limiter or the handler wrote its own) gets the member put first, as an outer limiter's
+ * member comes first when the headers are written before the handler.
  */
 function addMissingHeaders(c: Context, headers: readonly HeaderEntry[]): void {
   // Even reading c.res.headers makes @hono/node-server build them and leave its fast path.
   if (headers.length === 0) return
   const present = c.res.headers
-  let missing: HeaderEntry[] | undefined
-  for (const header of headers) {
-    if (present.has(header.name)) continue
-    missing ??= []
-    missing.push(header)
+  let missing: [name: string, value: string][] | undefined
+  for (const { name, value, append } of headers) {
+    const current = present.get(name)
+    if (current === null) {
+      missing ??= []
+      missing.push([name, value])
+    } else if (append && !hasMember(current, value)) {
+      missing ??= []
+      missing.push([name, `${value}, ${current}`])
+    }
   }
-  if (missing) writeHeaders(c, missing)
+  if (missing) for (const [name, value] of missing) c.header(name, value)
+}
+
+/** Whether a list header already holds every member of `members` (one limiter's, in order). */
+function hasMember(list: string, members: string): boolean {
+  const at = list.indexOf(members)
+  if (at === -1) return false
+  const end = at + members.length
+  return (at === 0 || list.startsWith(', ', at - 2)) && (end === list.length || list.startsWith(',', end))
 }
 
 /** Rate limits requests: `app.use(rateLimit({ limits: ['100/min', '2/s'] }))`. */
 export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
   const handler = createRateLimitHandler(options, adapterFor(options))
+  // The Variables type names the default; another name is the user's to type.
+  const property = handler.property as 'rateLimit'
   const middleware: MiddlewareHandler<{ Variables: RateLimitVariables }> = async (c, next) => {
     const planned = handler.plan(c)
     // Awaiting a plan made synchronously (memory store) would still cost a microtask.
     const plan = isThenable(planned) ? await planned : planned
     if (plan.kind === 'skip') return next()
-    c.set('rateLimit', plan.decision)
-    if (plan.kind === 'deny') return deny(c, plan.status, plan.headers, plan.response)
+    c.set(property, plan.decision)
+    if (plan.kind === 'deny') return deny(c, plan)
     writeHeaders(c, plan.headers)
     try {
       await next()
@@ -184,7 +232,7 @@ export function concurrencyLimit(options: ConcurrencyLimitOptions): MiddlewareHa
     const planned = handler.plan(c)
     const plan = isThenable(planned) ? await planned : planned
     if (plan.kind === 'skip') return next()
-    if (plan.kind === 'deny') return deny(c, plan.status, plan.headers, plan.response)
+    if (plan.kind === 'deny') return deny(c, plan)
     let handedOver = false
     try {
       writeHeaders(c, plan.headers)
@@ -200,4 +248,33 @@ export function concurrencyLimit(options: ConcurrencyLimitOptions): MiddlewareHa
       if (!handedOver) plan.release()
     }
   }
+}
+
+/** The variable `admissionControl()` sets: `new Hono<{ Variables: AdmissionVariables }>()`. */
+export interface AdmissionVariables {
+  /** Throttling mode, the active-client estimate and whether this client was known (undefined when skipped). */
+  admission: AdmissionState | undefined
+}
+
+/** What `admissionControl()` returns: the middleware, which also exposes its `clients`. */
+export type AdmissionMiddleware = MiddlewareHandler<{ Variables: AdmissionVariables }> & {
+  /** The clients seen within the window, behind the middleware (`has`, `size`). */
+  readonly clients: ActiveClients
+}
+
+/**
+ * Throttling mode: once more than `maxActive` clients were active within the window, only those
+ * already seen are served; new ones get 429. `app.use(admissionControl({ maxActive: 10_000 }))`.
+ */
+export function admissionControl(options: AdmissionControlOptions): AdmissionMiddleware {
+  const handler = createAdmissionHandler(options, adapterFor(options))
+  const middleware: MiddlewareHandler<{ Variables: AdmissionVariables }> = async (c, next) => {
+    const planned = handler.plan(c)
+    const plan = isThenable(planned) ? await planned : planned
+    if (plan.kind === 'skip') return next()
+    c.set('admission', plan.state)
+    if (plan.kind === 'deny') return deny(c, plan)
+    await next()
+  }
+  return Object.assign(middleware, { clients: handler.clients })
 }

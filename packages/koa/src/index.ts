@@ -1,27 +1,39 @@
+import type {
+  ActiveClients,
+  AdmissionState,
+  ConcurrencyInfo,
+  AdmissionControlOptions as CoreAdmissionOptions,
+  ConcurrencyLimitOptions as CoreConcurrencyOptions,
+  RateLimitOptions as CoreRateLimitOptions,
+  Decision,
+  HeaderEntry,
+  Limiter,
+} from '@sluice/core'
 import {
   type Adapter,
+  type AdmissionPlan,
   andThen,
-  type ConcurrencyInfo,
   type ConcurrencyPlan,
-  type ConcurrencyLimitOptions as CoreConcurrencyOptions,
-  type RateLimitOptions as CoreRateLimitOptions,
+  createAdmissionHandler,
   createConcurrencyHandler,
   createRateLimitHandler,
-  type Decision,
-  type HeaderEntry,
-  type Limiter,
+  type DenyPlan,
   onResponseDone,
   type RateLimitPlan,
-  type ResponseBody,
-} from '@sluice/core'
+} from '@sluice/core/adapter'
 import type { Context, Middleware, Next, ParameterizedContext } from 'koa'
 
 type Args = [ctx: Context]
+/** `rateLimit()` options: the limiter's (`limits`, `store`, …) and the middleware's (`key`, `headers`, …). */
 export type RateLimitOptions = CoreRateLimitOptions<Args, unknown>
+/** `concurrencyLimit()` options: `limit`, `key`, `statusCode`, `name`, `headers`, …. */
 export type ConcurrencyLimitOptions = CoreConcurrencyOptions<Args, unknown>
+/** `admissionControl()` options: `maxActive`, `window`, `slots`, `key`, `sync`, `statusCode`, …. */
+export type AdmissionControlOptions = CoreAdmissionOptions<Args, unknown>
+export type { AdmissionInfo } from '@sluice/core'
 /** Groups an address the way the default key does, for custom keys that fall back to the IP. */
 export { ipKey } from '@sluice/core'
-export type { ConcurrencyInfo, Decision }
+export type { AdmissionState, ConcurrencyInfo, Decision }
 
 /** What `rateLimit()` adds to `ctx.state`. */
 export interface RateLimitState {
@@ -29,6 +41,17 @@ export interface RateLimitState {
   rateLimit?: Decision
 }
 
+// Types `ctx.state.rateLimit` on a plain `new Koa()`, as Express's `req.rateLimit` is typed.
+declare module 'koa' {
+  interface DefaultState {
+    /** The rate-limit decision for this request, set by `@sluice/koa`'s `rateLimit()` (absent when skipped). */
+    rateLimit?: Decision
+    /** Throttling mode, the active-client estimate and whether this client was known: `admissionControl()`. */
+    admission?: AdmissionState
+  }
+}
+
+/** What `rateLimit()` returns: a Koa middleware that also exposes its limiter. */
 export type RateLimitMiddleware = Middleware<RateLimitState> & {
   /**
    * The limiter behind the middleware: `peek`, `reset` and `consume` by key. Undefined when the
@@ -64,30 +87,50 @@ function writeHeaders(ctx: Context, headers: readonly HeaderEntry[]): void {
   }
 }
 
-async function deny(
-  ctx: Context,
-  status: number,
-  headers: readonly HeaderEntry[],
-  response: ResponseBody | (() => unknown),
-) {
+async function deny(ctx: Context, { status, headers, response, fallback }: DenyPlan<unknown>) {
   ctx.status = status
   writeHeaders(ctx, headers)
   if (typeof response === 'function') {
-    await response()
-    return
+    try {
+      await response()
+    } catch (error) {
+      throw keepingHeaders(ctx, headers, error)
+    }
+    // An onLimited that set no body: send the default denial, as Express and Hono do.
+    if (ctx.body !== undefined && ctx.body !== null) return
+    if (ctx.headerSent || ctx.respond === false) return
   }
+  const body = typeof response === 'function' ? fallback : response
   // Set first: Koa only guesses a Content-Type for a body when none is set.
-  ctx.set('Content-Type', response.contentType)
-  ctx.body = response.text
+  ctx.set('Content-Type', body.contentType)
+  ctx.body = body.text
+}
+
+/**
+ * Koa's error handling removes every header before it answers a thrown error, and sets only the
+ * error's own `headers`: an onLimited that calls ctx.throw(429) would lose Retry-After and the
+ * rate-limit headers. They go onto the error (its own headers win), as the response holds them.
+ */
+function keepingHeaders(ctx: Context, headers: readonly HeaderEntry[], error: unknown): unknown {
+  if (error === null || typeof error !== 'object') return error
+  const carried: Record<string, string> = {}
+  for (const { name } of headers) {
+    const value = ctx.res.getHeader(name)
+    if (value !== undefined) carried[name] = Array.isArray(value) ? value.join(', ') : String(value)
+  }
+  const own = (error as { headers?: Record<string, string> }).headers
+  ;(error as { headers?: Record<string, string> }).headers = { ...carried, ...own }
+  return error
 }
 
 /** Rate limits requests: `app.use(rateLimit({ limits: ['100/min', '2/s'] }))`. */
 export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
   const handler = createRateLimitHandler(options, adapter)
+  const { property } = handler
   const apply = (ctx: ParameterizedContext<RateLimitState>, next: Next, plan: RateLimitPlan<unknown>) => {
     if (plan.kind === 'skip') return next()
-    ctx.state.rateLimit = plan.decision
-    if (plan.kind === 'deny') return deny(ctx, plan.status, plan.headers, plan.response)
+    ;(ctx.state as Record<string, Decision>)[property] = plan.decision
+    if (plan.kind === 'deny') return deny(ctx, plan)
     writeHeaders(ctx, plan.headers)
     // On the response, not after next(): a streamed body and the error handler's status come later.
     if (plan.settle) onResponseDone(ctx.res, plan.settle)
@@ -105,7 +148,7 @@ export function concurrencyLimit(options: ConcurrencyLimitOptions): Middleware {
   const handler = createConcurrencyHandler(options, adapter)
   const apply = (ctx: Context, next: Next, plan: ConcurrencyPlan<unknown>) => {
     if (plan.kind === 'skip') return next()
-    if (plan.kind === 'deny') return deny(ctx, plan.status, plan.headers, plan.response)
+    if (plan.kind === 'deny') return deny(ctx, plan)
     writeHeaders(ctx, plan.headers)
     // The response outlives this middleware when the body is a stream: free the slot only when
     // it is written or abandoned; the release itself runs once.
@@ -113,4 +156,33 @@ export function concurrencyLimit(options: ConcurrencyLimitOptions): Middleware {
     return next()
   }
   return (ctx, next) => andThen(handler.plan(ctx), (plan) => apply(ctx, next, plan))
+}
+
+/** What `admissionControl()` adds to `ctx.state`. */
+export interface AdmissionControlState {
+  /** Throttling mode, the active-client estimate and whether this client was known (absent when skipped). */
+  admission?: AdmissionState
+}
+
+/** What `admissionControl()` returns: the middleware, which also exposes its `clients`. */
+export type AdmissionMiddleware = Middleware<AdmissionControlState> & {
+  /** The clients seen within the window, behind the middleware (`has`, `size`). */
+  readonly clients: ActiveClients
+}
+
+/**
+ * Throttling mode: once more than `maxActive` clients were active within the window, only those
+ * already seen are served; new ones get 429. `app.use(admissionControl({ maxActive: 10_000 }))`.
+ */
+export function admissionControl(options: AdmissionControlOptions): AdmissionMiddleware {
+  const handler = createAdmissionHandler(options, adapter)
+  const apply = (ctx: ParameterizedContext<AdmissionControlState>, next: Next, plan: AdmissionPlan<unknown>) => {
+    if (plan.kind === 'skip') return next()
+    ctx.state.admission = plan.state
+    if (plan.kind === 'deny') return deny(ctx, plan)
+    return next()
+  }
+  const middleware: Middleware<AdmissionControlState> = (ctx, next) =>
+    andThen(handler.plan(ctx), (plan) => apply(ctx, next, plan))
+  return Object.assign(middleware, { clients: handler.clients })
 }

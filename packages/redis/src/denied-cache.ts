@@ -1,4 +1,4 @@
-import type { Outcome } from '@sluice/core'
+import type { Outcome, Policy } from '@sluice/core'
 
 interface Entry {
   /** Local clock when Redis denied the request. */
@@ -10,14 +10,15 @@ interface Entry {
 }
 
 /**
- * Remembers denials until their retryAfter, so a flood from one limited client is answered in
- * this process and never reaches Redis. A request costing at least as much as the denied one
- * cannot succeed sooner under any algorithm, so it gets the same answer with times moved on.
+ * Remembers denials until their retryAfter (or less, see `set`), so a flood from one limited
+ * client is answered in this process and never reaches Redis. A request of the same cost gets the
+ * same answer with its times moved on.
  * Bounded: the oldest entry goes first when full.
  */
 export class DeniedCache {
   readonly #entries = new Map<string, Entry>()
   readonly #maxKeys: number
+  #epoch = 0
 
   constructor(maxKeys: number) {
     this.#maxKeys = maxKeys
@@ -34,7 +35,8 @@ export class DeniedCache {
       this.#entries.delete(id)
       return undefined
     }
-    if (cost < entry.cost) return undefined
+    // A costlier request would wait longer, a cheaper one might pass: only the same cost gets the same answer.
+    if (cost !== entry.cost) return undefined
     const elapsed = now - entry.at
     return entry.outcomes.map((o) => ({
       allowed: o.allowed,
@@ -45,19 +47,58 @@ export class DeniedCache {
     }))
   }
 
-  /** Records a denial (at least one outcome not allowed). */
-  set(id: string, cost: number, now: number, outcomes: readonly Outcome[]): void {
-    let retryAfter = 0
-    for (const o of outcomes) if (!o.allowed && o.retryAfter > retryAfter) retryAfter = o.retryAfter
+  /**
+   * Records a denial (at least one outcome not allowed), for as long as Redis would give the same
+   * answer with its times moved on, policy by policy: a denying policy's outcome holds until its
+   * own retryAfter, an admitting fixed window's until the window turns. The other algorithms'
+   * counts move with time (a bucket refills, a sliding window's old part fades), so a denial that
+   * leaves one of them admitting, or that one of them makes for a request of cost above 1 (its
+   * remaining can pass 0 before the retry time), is not remembered; nor is one in a set with a
+   * `blockFor` policy.
+   */
+  set(
+    id: string,
+    cost: number,
+    now: number,
+    outcomes: readonly Outcome[],
+    policies: readonly Policy[],
+    askedIn: number,
+  ): void {
+    if (askedIn !== this.#epoch) return
+    let valid = Number.POSITIVE_INFINITY
+    for (const [i, o] of outcomes.entries()) {
+      // A denial under blockFor starts a block that later denials report instead of their own wait.
+      if ((policies[i]?.blockFor ?? 0) > 0) valid = 0
+      const fixed = policies[i]?.algorithm === 'fixed-window'
+      const holds = !o.allowed ? (fixed || cost === 1 ? o.retryAfter : 0) : fixed ? o.resetAfter : 0
+      if (holds < valid) valid = holds
+    }
     this.#entries.delete(id)
+    if (valid <= 0) return
     if (this.#entries.size >= this.#maxKeys) {
       const oldest = this.#entries.keys().next()
       if (!oldest.done) this.#entries.delete(oldest.value)
     }
-    this.#entries.set(id, { at: now, until: now + retryAfter, cost, outcomes })
+    this.#entries.set(id, { at: now, until: now + valid, cost, outcomes })
   }
 
+  /** Drops an entry an admitted request has made stale. */
   delete(id: string): void {
     this.#entries.delete(id)
+  }
+
+  /**
+   * Counted from every `invalidate`: a denial asked for in an earlier epoch is not remembered,
+   * since a refund, reset, penalty or block sent after it may have changed what Redis would say
+   * (its reply can be read before the denial's is handled).
+   */
+  get epoch(): number {
+    return this.#epoch
+  }
+
+  /** Drops the entry before a refund, reset, penalty or block is sent, and starts a new epoch. */
+  invalidate(id: string): void {
+    this.#entries.delete(id)
+    this.#epoch++
   }
 }

@@ -1,14 +1,27 @@
-import { createHash } from 'node:crypto'
-import { type AlgorithmName, ConfigError, type Outcome, type PolicySet, type Store } from '@sluice/core'
-import type { Cluster, Redis } from 'ioredis'
+import {
+  type AlgorithmName,
+  assertKnownOptions,
+  ConfigError,
+  type Outcome,
+  type PolicySet,
+  type Store,
+} from '@sluice/core'
+import { type RedisClient, run, type ScriptClient, script, scriptClient } from './client.js'
 import { DeniedCache } from './denied-cache.js'
 import { hashTag } from './keys.js'
+import { BLOCK_LUA } from './lua/block.js'
 import { DECIDE_LUA } from './lua/decide.js'
+import { PENALIZE_LUA } from './lua/penalize.js'
 import { REFUND_LUA } from './lua/refund.js'
+import { assertPrefix } from './options.js'
 
+/** Options of `new RedisStore(options)`; see the README for each one. */
 export interface RedisStoreOptions {
-  /** An ioredis `Redis` or `Cluster`. See the README for the client settings we recommend. */
-  client: Redis | Cluster
+  /**
+   * An ioredis or iovalkey `Redis` or `Cluster`, or a connected node-redis v5 client or cluster;
+   * which one is detected. See the README for the client settings we recommend.
+   */
+  client: RedisClient
   /** Put before every key. Default `'sluice:'`. Must not contain `{` or `}`. */
   prefix?: string
   /**
@@ -30,12 +43,9 @@ export interface RedisStoreOptions {
   coalesce?: boolean | { maxBatch?: number }
 }
 
-/** A Lua script and the SHA1 that EVALSHA names it by. */
-interface Script {
-  readonly source: string
-  readonly sha: string
-}
-const script = (source: string): Script => ({ source, sha: createHash('sha1').update(source).digest('hex') })
+/** Every option `new RedisStore` takes: one list, so a new option is one more name here. */
+export const REDIS_STORE_OPTION_NAMES: readonly string[] = ['client', 'prefix', 'deniedCache', 'now', 'coalesce']
+
 const DECIDE = script(DECIDE_LUA)
 const REFUND = script(REFUND_LUA)
 const DEFAULT_DENIED_CACHE_KEYS = 10_000
@@ -44,8 +54,8 @@ const DEFAULT_MAX_BATCH = 16
 const MAX_BATCH_LIMIT = 1000
 /** Bytes per policy in a script reply (five doubles), after the leading all-allowed flag. */
 const REPLY_STRIDE = 40
-/** Bytes per policy in the script's policy argument (six doubles). */
-const POLICY_BYTES = 48
+/** Bytes per policy in the script's policy argument (seven doubles). */
+const POLICY_BYTES = 56
 /** The script's algorithm codes (see DECIDE_LUA). */
 const ALGORITHM_CODES: Record<AlgorithmName, number> = {
   'fixed-window': 1,
@@ -83,12 +93,6 @@ class Batch {
   }
 }
 
-/** ioredis makes a `…Buffer` twin of every command at run time; its typings omit these two. */
-interface BufferScripts {
-  evalshaBuffer(sha: string, numkeys: number, ...args: (string | Buffer)[]): Promise<Buffer>
-  evalBuffer(script: string, numkeys: number, ...args: (string | Buffer)[]): Promise<Buffer>
-}
-
 /**
  * A `Store` on Redis: every policy of a set is decided by one script call (one EVALSHA, one
  * round trip, atomic, all-or-nothing) on the server's clock. Each policy's state is one string
@@ -97,7 +101,7 @@ interface BufferScripts {
  */
 export class RedisStore implements Store {
   readonly prefix: string
-  readonly #client: Redis | Cluster
+  readonly #client: ScriptClient
   readonly #now: (() => number) | undefined
   readonly #denied: DeniedCache | undefined
   /** The script's policy argument, built once per policy set. */
@@ -116,22 +120,19 @@ export class RedisStore implements Store {
     if (options === null || typeof options !== 'object') {
       throw new ConfigError('options', options, 'must be an object such as { client: new Redis() }')
     }
+    assertKnownOptions(options as unknown as Record<string, unknown>, REDIS_STORE_OPTION_NAMES, 'RedisStore')
     const { client, prefix = 'sluice:', deniedCache = true, now, coalesce = true } = options
-    if (client === null || typeof client !== 'object' || typeof client.evalsha !== 'function') {
-      throw new ConfigError('client', client, 'must be an ioredis Redis or Cluster instance')
-    }
-    if (typeof prefix !== 'string' || /[{}]/.test(prefix)) {
-      throw new ConfigError('prefix', prefix, 'must be a string without { or }, which would move the Cluster hash tag')
-    }
+    const scripts = scriptClient(client)
+    assertPrefix(prefix)
     if (now !== undefined && typeof now !== 'function') {
       throw new ConfigError('now', now, 'must be a function returning epoch milliseconds')
     }
-    this.#client = client
+    this.#client = scripts
     this.prefix = prefix
     this.#now = now
     this.#denied = deniedCache === false ? undefined : new DeniedCache(deniedCacheKeys(deniedCache))
     this.#maxBatch = maxBatchOf(coalesce)
-    this.#byClientKey = client.isCluster === true
+    this.#byClientKey = scripts.cluster
   }
 
   consume(key: string, set: PolicySet, cost: number): readonly Outcome[] | Promise<readonly Outcome[]> {
@@ -140,8 +141,11 @@ export class RedisStore implements Store {
     const id = cacheId(key, set)
     const cached = cache.get(id, cost, this.#localNow())
     if (cached !== undefined) return cached
+    const epoch = cache.epoch
     return this.#decide(key, set, String(cost)).then((outcomes) => {
-      if (outcomes.some((o) => !o.allowed)) cache.set(id, cost, this.#localNow(), outcomes)
+      // A cheaper request than a remembered denial gets here too: if admitted, that denial's counts are stale.
+      if (outcomes.some((o) => !o.allowed)) cache.set(id, cost, this.#localNow(), outcomes, set.policies, epoch)
+      else cache.delete(id)
       return outcomes
     })
   }
@@ -151,23 +155,55 @@ export class RedisStore implements Store {
   }
 
   async reset(key: string, set: PolicySet): Promise<void> {
-    this.#denied?.delete(cacheId(key, set))
+    this.#denied?.invalidate(cacheId(key, set))
     this.#flush() // decisions asked for earlier, still waiting in a batch, go first
-    await this.#client.del(...this.keysOf(key, set))
+    await this.#client.del(this.keysOf(key, set))
   }
 
   /**
-   * One script call for every policy of the set (see REFUND_LUA). Then drops the key's
-   * denied-cache entry, which a denial decided before the refund landed may have written: the
-   * refund may admit what it would still deny.
+   * One script call for every policy of the set (see REFUND_LUA). The key's denied-cache entry
+   * goes first, and denials still in flight are not remembered (`DeniedCache.invalidate`): the
+   * refund may admit what they would still deny.
    */
-  async refund(key: string, set: PolicySet, cost: number): Promise<void> {
+  async refund(key: string, set: PolicySet, cost: number, admittedAt?: number): Promise<void> {
+    this.#denied?.invalidate(cacheId(key, set))
+    this.#flush() // decisions asked for earlier, still waiting in a batch, go first
+    const keys = this.keysOf(key, set)
+    // The script reads the server's clock: the admission goes as an age, which local and server
+    // clocks agree on even when their times differ.
+    const age = admittedAt === undefined ? '' : String(Math.max(0, Math.round(this.#localNow() - admittedAt)))
+    const args: (Buffer | string)[] = [this.#argsOf(set), String(cost), age]
+    if (this.#now !== undefined) args.push(String(this.#now()))
+    await run(this.#client, REFUND, keys, args, true)
+  }
+
+  /**
+   * One script call taking `cost` from every policy of the set whatever the limits (see
+   * PENALIZE_LUA). Sent as EVAL, not EVALSHA: penalties are rare, and a NOSCRIPT retry would land
+   * after decisions asked for later, which must see the penalty.
+   */
+  async penalize(key: string, set: PolicySet, cost: number): Promise<void> {
+    this.#denied?.invalidate(cacheId(key, set))
     this.#flush() // decisions asked for earlier, still waiting in a batch, go first
     const keys = this.keysOf(key, set)
     const args: (Buffer | string)[] = [this.#argsOf(set), String(cost)]
     if (this.#now !== undefined) args.push(String(this.#now()))
-    await this.#eval(REFUND, keys, args)
-    this.#denied?.delete(cacheId(key, set))
+    await this.#client.eval(PENALIZE_LUA, keys, args, true)
+  }
+
+  /** One script call blocking the key in the set's blockFor policies (see BLOCK_LUA); EVAL, as penalize. */
+  async block(key: string, set: PolicySet, duration: number): Promise<void> {
+    this.#denied?.invalidate(cacheId(key, set))
+    this.#flush() // decisions asked for earlier, still waiting in a batch, go first
+    const keys = this.keysOf(key, set)
+    const args: (Buffer | string)[] = [this.#argsOf(set), String(duration)]
+    if (this.#now !== undefined) args.push(String(this.#now()))
+    await this.#client.eval(BLOCK_LUA, keys, args, true)
+  }
+
+  /** The clock `refund`'s `admittedAt` is read on: the local one (the script turns it into an age). */
+  now(): number {
+    return this.#localNow()
   }
 
   /** The Redis keys holding `key`'s state under `set`, one per policy, in order. */
@@ -230,39 +266,22 @@ export class RedisStore implements Store {
     this.#inFlight++
     let reply: Buffer
     try {
-      reply = await this.#eval(DECIDE, keys, args)
+      reply = (await run(this.#client, DECIDE, keys, args, true)) as Buffer
     } finally {
       this.#inFlight--
     }
     return splitReply(reply, sizes)
   }
 
-  /**
-   * EVALSHA, and EVAL only when the node answers NOSCRIPT (a new Cluster shard, a restart, SCRIPT
-   * FLUSH). NOSCRIPT means the script did not run (no decision of the batch), so the retry never
-   * counts a request twice; on a Cluster both go to the node owning the key's slot, so every node
-   * heals itself.
-   */
-  async #eval(script: Script, keys: string[], args: (Buffer | string)[]): Promise<Buffer> {
-    const client = this.#client as unknown as BufferScripts
-    try {
-      // The *Buffer forms: the reply is binary, not UTF-8 text. Not callBuffer('evalsha', …), which
-      // ioredis's enableAutoPipelining sends with the script's SHA as the command name.
-      return await client.evalshaBuffer(script.sha, keys.length, ...keys, ...args)
-    } catch (error) {
-      if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error
-      return await client.evalBuffer(script.source, keys.length, ...keys, ...args)
-    }
-  }
-
-  /** The script's policy argument: six little-endian doubles per policy, built once per set. */
+  /** The script's policy argument: seven little-endian doubles per policy, built once per set. */
   #argsOf(set: PolicySet): Buffer {
     let args = this.#policyArgs.get(set)
     if (args === undefined) {
       args = Buffer.alloc(set.policies.length * POLICY_BYTES)
       let at = 0
       for (const p of set.policies) {
-        for (const value of [ALGORITHM_CODES[p.algorithm], p.limit, p.window, p.burst, p.precision, p.maxDelay]) {
+        const values = [ALGORITHM_CODES[p.algorithm], p.limit, p.window, p.burst, p.precision, p.maxDelay, p.blockFor]
+        for (const value of values) {
           at = args.writeDoubleLE(value, at)
         }
       }
@@ -285,12 +304,17 @@ function splitReply(reply: Buffer, sizes: number[]): Outcome[][] {
     const outcomes: Outcome[] = new Array(n)
     at += 8
     for (let i = 0; i < n; i++, at += REPLY_STRIDE) {
+      const allowed = reply.readDoubleLE(at) === 1
+      const remaining = reply.readDoubleLE(at + 8)
+      // An admission's retryAfter slot carries nextAfter when nothing remains (see DECIDE_LUA).
+      const slot = reply.readDoubleLE(at + 24)
       outcomes[i] = {
-        allowed: reply.readDoubleLE(at) === 1,
-        remaining: reply.readDoubleLE(at + 8),
+        allowed,
+        remaining,
         resetAfter: reply.readDoubleLE(at + 16),
-        retryAfter: reply.readDoubleLE(at + 24),
+        retryAfter: allowed ? 0 : slot,
         delay: reply.readDoubleLE(at + 32),
+        nextAfter: allowed && remaining === 0 ? slot : undefined,
       }
     }
     all[d] = outcomes

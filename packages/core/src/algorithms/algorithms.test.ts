@@ -52,7 +52,8 @@ describe('fixed-window', () => {
 })
 
 describe('sliding-window', () => {
-  const policy: PolicyOptions = { limit: 10, window: 1000 }
+  // The classic two-counter form (precision 1): the arithmetic below is its.
+  const policy: PolicyOptions = { limit: 10, window: 1000, precision: 1 }
 
   it('weights the previous window by the part still inside', () => {
     // 10 in window [0, 1000); at 1250, 75 % of them still count: 7.5 → room for 2.

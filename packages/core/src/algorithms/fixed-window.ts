@@ -1,5 +1,6 @@
-import type { Mutable } from './outcome.js'
-import { admitted, denied, type Refund, type Transition } from './outcome.js'
+import type { Policy } from '../policy.js'
+import type { Kept, Meter } from './meter.js'
+import { admitted, alignedStart, denied, type Mutable, type Outcome, type Refund, type Transition } from './outcome.js'
 
 /** Count in the current window, which is aligned to multiples of the window since the epoch. */
 export interface FixedWindowState {
@@ -13,25 +14,49 @@ export interface FixedWindowState {
  * sliding-window or gcra where that matters.
  */
 export const fixedWindow: Transition<FixedWindowState> = (state, now, policy, cost) => {
+  const outcome = decideFixedWindow(state, now, policy, cost)
+  if (!outcome.allowed) return { state: state as FixedWindowState, outcome }
+  const start = now - (now % policy.window)
+  const count = state !== undefined && state.start === start ? state.count : 0
+  return { state: { start, count: count + cost }, outcome }
+}
+
+/** The fixed window's outcome (see `fixedWindow`), changing nothing. */
+function decideFixedWindow(state: FixedWindowState | undefined, now: number, policy: Policy, cost: number): Outcome {
   const { limit, window } = policy
-  const start = now - (now % window)
+  const start = alignedStart(now, window, state?.start)
   const count = state !== undefined && state.start === start ? state.count : 0
   const windowLeft = start + window - now
-  if (count + cost > limit) {
-    return { state: state as FixedWindowState, outcome: denied(limit - count, windowLeft, windowLeft) }
-  }
+  if (count + cost > limit) return denied(Math.max(0, limit - count), windowLeft, windowLeft)
   const next = count + cost
-  return { state: { start, count: next }, outcome: admitted(limit - next, next === 0 ? 0 : windowLeft) }
+  return admitted(limit - next, next === 0 ? 0 : windowLeft, 0, next === limit ? windowLeft : undefined)
 }
 
-/** Gives back only while in the window that took it (a later window starts full anyway), never below 0. */
-export const refundFixedWindow: Refund<FixedWindowState> = (state, now, policy, cost) => {
+/** The fixed window on a state kept and changed in place (see `Meter`). */
+export const fixedWindowMeter: Meter<Mutable<FixedWindowState> & Kept> = {
+  decide: decideFixedWindow,
+  take(live, now, { window }, cost, spare) {
+    const start = alignedStart(now, window, live?.start)
+    const state = live ?? spare
+    if (state === undefined) return { start, count: cost, expiry: 0 }
+    state.count = live !== undefined && live.start === start ? live.count + cost : cost
+    state.start = start
+    return state
+  },
+  toState: (state) => state,
+  fromState: (state) => ({
+    start: (state as FixedWindowState).start,
+    count: (state as FixedWindowState).count,
+    expiry: 0,
+  }),
+}
+
+/**
+ * Gives back only while in the window that took it (a later window starts full anyway), never
+ * below 0; with `admittedAt`, only when the request was admitted in this same window.
+ */
+export const refundFixedWindow: Refund<FixedWindowState> = (state, now, policy, cost, admittedAt) => {
   if (state === undefined || state.count === 0 || state.start !== now - (now % policy.window)) return state
+  if (admittedAt !== undefined && admittedAt - (admittedAt % policy.window) !== state.start) return state
   return { start: state.start, count: Math.max(0, state.count - cost) }
-}
-
-/** Overwrites a stored state with a newer one of the same policy, for stores that keep state objects. */
-export function copyFixedWindow(into: Mutable<FixedWindowState>, from: FixedWindowState): void {
-  into.start = from.start
-  into.count = from.count
 }

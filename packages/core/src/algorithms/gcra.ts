@@ -1,5 +1,16 @@
-import type { Mutable } from './outcome.js'
-import { admitted, ceilMs, denied, EPSILON, floorUnits, type Refund, type Transition } from './outcome.js'
+import type { Policy } from '../policy.js'
+import type { Kept, Meter } from './meter.js'
+import {
+  admitted,
+  ceilMs,
+  denied,
+  EPSILON,
+  floorUnits,
+  type Mutable,
+  type Outcome,
+  type Refund,
+  type Transition,
+} from './outcome.js'
 
 /** The theoretical arrival time: when the key's schedule would be back to empty. */
 export interface GcraState {
@@ -13,6 +24,19 @@ export interface GcraState {
  * further and is told to wait until its slot — nginx's `burst` without `nodelay`.
  */
 export const gcra: Transition<GcraState> = (state, now, policy, cost) => {
+  const outcome = decideGcra(state, now, policy, cost)
+  if (!outcome.allowed || (cost === 0 && state !== undefined)) return { state: state as GcraState, outcome }
+  return { state: { tat: tatAfter(state, now, policy, cost) }, outcome }
+}
+
+/** The TAT after admitting `cost`. */
+function tatAfter(state: GcraState | undefined, now: number, { limit, window }: Policy, cost: number): number {
+  const backlog = state === undefined ? 0 : Math.max(0, state.tat - now)
+  return now + (backlog + (window / limit) * cost)
+}
+
+/** GCRA's outcome (see `gcra`), changing nothing. */
+function decideGcra(state: GcraState | undefined, now: number, policy: Policy, cost: number): Outcome {
   const { limit, window, burst, maxDelay } = policy
   const interval = window / limit
   const tolerance = interval * burst
@@ -20,30 +44,40 @@ export const gcra: Transition<GcraState> = (state, now, policy, cost) => {
   const nextBacklog = backlog + interval * cost
 
   if (nextBacklog > tolerance + maxDelay + EPSILON) {
-    return {
-      state: state as GcraState,
-      outcome: denied(
-        floorUnits((tolerance - backlog) / interval),
-        ceilMs(backlog),
-        ceilMs(nextBacklog - tolerance - maxDelay),
-      ),
-    }
+    return denied(
+      floorUnits((tolerance - backlog) / interval),
+      ceilMs(backlog),
+      ceilMs(nextBacklog - tolerance - maxDelay),
+    )
   }
-  const outcome = admitted(
-    floorUnits((tolerance - nextBacklog) / interval),
+  const remaining = floorUnits((tolerance - nextBacklog) / interval)
+  return admitted(
+    remaining,
     ceilMs(nextBacklog),
     ceilMs(nextBacklog - tolerance),
+    remaining === 0 ? Math.max(1, ceilMs(nextBacklog + interval - tolerance)) : undefined,
   )
-  return { state: cost === 0 && state !== undefined ? state : { tat: now + nextBacklog }, outcome }
 }
 
-/** Moves the TAT back by T per unit, never before now (a schedule already empty has nothing to give). */
+/** GCRA on a state kept and changed in place (see `Meter`). */
+export const gcraMeter: Meter<Mutable<GcraState> & Kept> = {
+  decide: decideGcra,
+  take(live, now, policy, cost, spare) {
+    const tat = tatAfter(live, now, policy, cost)
+    const state = live ?? spare
+    if (state === undefined) return { tat, expiry: 0 }
+    state.tat = tat
+    return state
+  },
+  toState: (state) => state,
+  fromState: (state) => ({ tat: (state as GcraState).tat, expiry: 0 }),
+}
+
+/**
+ * Moves the TAT back by T per unit, never before now (a schedule already empty has nothing to
+ * give). A schedule has no windows, so `admittedAt` changes nothing.
+ */
 export const refundGcra: Refund<GcraState> = (state, now, policy, cost) => {
   if (state === undefined || state.tat <= now) return state
   return { tat: Math.max(now, state.tat - (policy.window / policy.limit) * cost) }
-}
-
-/** Overwrites a stored state with a newer one of the same policy, for stores that keep state objects. */
-export function copyGcra(into: Mutable<GcraState>, from: GcraState): void {
-  into.tat = from.tat
 }

@@ -1,15 +1,29 @@
 import type { AlgorithmName, Policy } from '../policy.js'
-import { copyFixedWindow, fixedWindow, refundFixedWindow } from './fixed-window.js'
-import { copyGcra, gcra, refundGcra } from './gcra.js'
-import type { Outcome, Refund, Step, Transition } from './outcome.js'
-import { copySlidingLog, refundSlidingLog, slidingLog } from './sliding-log.js'
-import { copySlidingWindow, refundSlidingWindow, slidingWindow } from './sliding-window.js'
-import { copyTokenBucket, refundTokenBucket, tokenBucket } from './token-bucket.js'
+import { type BlockingStep, type BlockState, blocking, blockUntil, refundBlocking } from './block.js'
+import { fixedWindow, fixedWindowMeter, refundFixedWindow } from './fixed-window.js'
+import { gcra, gcraMeter, refundGcra } from './gcra.js'
+import type { Kept, Meter } from './meter.js'
+import { type Outcome, peekOf, type Refund, type Transition } from './outcome.js'
+import {
+  type Penalty,
+  penalizeBlocking,
+  penalizeFixedWindow,
+  penalizeGcra,
+  penalizeSlidingLog,
+  penalizeSlidingWindow,
+  penalizeTokenBucket,
+} from './penalty.js'
+import { refundSlidingLog, slidingLog, slidingLogMeter } from './sliding-log.js'
+import { refundSlidingWindow, slidingWindow, slidingWindowMeter } from './sliding-window.js'
+import { refundTokenBucket, tokenBucket, tokenBucketMeter } from './token-bucket.js'
 
+export type { BlockingStep, BlockState } from './block.js'
+export { maxAdmittedInWindow, slidingWindowBoundFor } from './bounds.js'
 export type { FixedWindowState } from './fixed-window.js'
 export type { GcraState } from './gcra.js'
+export type { Kept, Meter } from './meter.js'
 export type { Outcome, Refund, Step, Transition } from './outcome.js'
-export { ceilMs, EPSILON, floorUnits } from './outcome.js'
+export type { Penalty } from './penalty.js'
 export type { SlidingLogState } from './sliding-log.js'
 export type { SlidingWindowState } from './sliding-window.js'
 export type { TokenBucketState } from './token-bucket.js'
@@ -29,6 +43,7 @@ export {
 /** State of any algorithm, as a store keeps it (opaque to the store). */
 export type AlgorithmState = unknown
 
+/** The transition of each algorithm, by name. */
 export const transitions: Readonly<Record<AlgorithmName, Transition<AlgorithmState>>> = {
   'fixed-window': fixedWindow as Transition<AlgorithmState>,
   'sliding-window': slidingWindow as Transition<AlgorithmState>,
@@ -37,6 +52,7 @@ export const transitions: Readonly<Record<AlgorithmName, Transition<AlgorithmSta
   gcra: gcra as Transition<AlgorithmState>,
 }
 
+/** The refund rule of each algorithm, by name. */
 export const refunds: Readonly<Record<AlgorithmName, Refund<AlgorithmState>>> = {
   'fixed-window': refundFixedWindow as Refund<AlgorithmState>,
   'sliding-window': refundSlidingWindow as Refund<AlgorithmState>,
@@ -45,33 +61,68 @@ export const refunds: Readonly<Record<AlgorithmName, Refund<AlgorithmState>>> = 
   gcra: refundGcra as Refund<AlgorithmState>,
 }
 
-type Copy = (into: AlgorithmState, from: AlgorithmState) => void
+/** The transitions and refunds of policies with `blockFor` (see `blocking`). */
+const blockingTransitions = Object.fromEntries(
+  Object.entries(transitions).map(([name, transition]) => [name, blocking(transition) as Transition<AlgorithmState>]),
+) as Readonly<Record<AlgorithmName, Transition<AlgorithmState>>>
+const blockingRefunds = Object.fromEntries(
+  Object.entries(refunds).map(([name, refund]) => [name, refundBlocking(refund) as Refund<AlgorithmState>]),
+) as Readonly<Record<AlgorithmName, Refund<AlgorithmState>>>
 
-/**
- * Overwrites a stored state in place with the newer state a transition returned. A store that
- * keeps state objects (MemoryStore) uses it so that the fresh objects die young instead of being
- * promoted by the garbage collector, one per key per decision.
- */
-export const copyState: Readonly<Record<AlgorithmName, Copy>> = {
-  'fixed-window': copyFixedWindow as Copy,
-  'sliding-window': copySlidingWindow as Copy,
-  'sliding-log': copySlidingLog as Copy,
-  'token-bucket': copyTokenBucket as Copy,
-  gcra: copyGcra as Copy,
+const penalties: Readonly<Record<AlgorithmName, Penalty<AlgorithmState>>> = {
+  'fixed-window': penalizeFixedWindow as Penalty<AlgorithmState>,
+  'sliding-window': penalizeSlidingWindow as Penalty<AlgorithmState>,
+  'sliding-log': penalizeSlidingLog as Penalty<AlgorithmState>,
+  'token-bucket': penalizeTokenBucket as Penalty<AlgorithmState>,
+  gcra: penalizeGcra as Penalty<AlgorithmState>,
+}
+const blockingPenalties = Object.fromEntries(
+  Object.entries(penalties).map(([name, penalize]) => [name, penalizeBlocking(penalize) as Penalty<AlgorithmState>]),
+) as Readonly<Record<AlgorithmName, Penalty<AlgorithmState>>>
+
+/** Takes `cost` units from one policy's state whatever its limit (see `Penalty`). */
+export function penalize(state: AlgorithmState | undefined, now: number, policy: Policy, cost: number): AlgorithmState {
+  return (policy.blockFor > 0 ? blockingPenalties : penalties)[policy.algorithm](state, now, policy, cost)
 }
 
+export { blockUntil }
+/** For a policy with `blockFor`: its state blocked until `until`. */
+export function blockState(state: AlgorithmState | undefined, until: number): AlgorithmState {
+  return blockUntil(state as BlockState | undefined, until)
+}
+
+/**
+ * Each algorithm on a state the store keeps and changes in place (see `Meter`), for stores that
+ * keep state objects (MemoryStore): the transitions' decisions without a new state per request.
+ * Policies with `blockFor` use the transitions.
+ */
+export const meters: Readonly<Record<AlgorithmName, Meter<Kept>>> = {
+  'fixed-window': fixedWindowMeter as Meter<Kept>,
+  'sliding-window': slidingWindowMeter as Meter<Kept>,
+  'sliding-log': slidingLogMeter as Meter<Kept>,
+  'token-bucket': tokenBucketMeter as Meter<Kept>,
+  gcra: gcraMeter as Meter<Kept>,
+}
+
+/** Runs one policy's transition: `(state, now, policy, cost) → { state, outcome }`. */
 export function step(
   state: AlgorithmState | undefined,
   now: number,
   policy: Policy,
   cost: number,
-): Step<AlgorithmState> {
-  return transitions[policy.algorithm](state, now, policy, cost)
+): BlockingStep<AlgorithmState> {
+  return (policy.blockFor > 0 ? blockingTransitions : transitions)[policy.algorithm](state, now, policy, cost)
 }
 
 /** Gives back `cost` units to one policy's state (see `Refund`). */
-export function refund(state: AlgorithmState | undefined, now: number, policy: Policy, cost: number): AlgorithmState {
-  return refunds[policy.algorithm](state, now, policy, cost)
+export function refund(
+  state: AlgorithmState | undefined,
+  now: number,
+  policy: Policy,
+  cost: number,
+  admittedAt?: number,
+): AlgorithmState {
+  return (policy.blockFor > 0 ? blockingRefunds : refunds)[policy.algorithm](state, now, policy, cost, admittedAt)
 }
 
 /**
@@ -79,13 +130,5 @@ export function refund(state: AlgorithmState | undefined, now: number, policy: P
  * when, a request of cost 1 would pass. Neither step's state is kept.
  */
 export function peekOutcome(state: AlgorithmState | undefined, now: number, policy: Policy): Outcome {
-  const current = step(state, now, policy, 0).outcome
-  const next = step(state, now, policy, 1).outcome
-  return {
-    allowed: next.allowed,
-    remaining: current.remaining,
-    resetAfter: current.resetAfter,
-    retryAfter: next.retryAfter,
-    delay: 0,
-  }
+  return peekOf(step(state, now, policy, 0).outcome, step(state, now, policy, 1).outcome)
 }

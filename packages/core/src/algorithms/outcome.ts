@@ -11,6 +11,11 @@ export interface Outcome {
   readonly retryAfter: number
   /** Shaping: the admitted request should wait this long before it proceeds. */
   readonly delay: number
+  /**
+   * Admitted with nothing remaining: the time until one more unit is available, what a denial a
+   * moment later would give as its retryAfter (the RateLimit header's `t` then). Else undefined.
+   */
+  readonly nextAfter?: number | undefined
 }
 
 /** A state type with its fields writable, for the copy functions beside each transition. */
@@ -35,8 +40,18 @@ export type Transition<S> = (state: S | undefined, now: number, policy: Policy, 
  * never gives back into a window that has passed, and returns the input state itself when
  * nothing changes. A refund never lengthens the time until the state is back to full quota, so
  * a store may keep the expiry it already has.
+ *
+ * `admittedAt`, when known, is when the refunded request was admitted (same clock as `now`): a
+ * windowed algorithm then gives back only into the (sub-)window that request counted in, and
+ * nothing once that has passed, so a slow request's refund never erases a later request's count.
  */
-export type Refund<S> = (state: S | undefined, now: number, policy: Policy, cost: number) => S | undefined
+export type Refund<S> = (
+  state: S | undefined,
+  now: number,
+  policy: Policy,
+  cost: number,
+  admittedAt?: number,
+) => S | undefined
 
 /**
  * Float slack for the algorithms whose rates are fractions (1000 ms / 3): without it,
@@ -45,18 +60,44 @@ export type Refund<S> = (state: S | undefined, now: number, policy: Policy, cost
  */
 export const EPSILON = 1e-6
 
+/** Milliseconds rounded up, forgiving `EPSILON` of float error (0 stays 0). */
 export function ceilMs(ms: number): number {
   return ms <= EPSILON ? 0 : Math.ceil(ms - EPSILON)
 }
 
+/** Units rounded down, forgiving `EPSILON` of float error (never negative). */
 export function floorUnits(units: number): number {
   return units <= 0 ? 0 : Math.floor(units + EPSILON)
 }
 
-export function admitted(remaining: number, resetAfter: number, delay = 0): Outcome {
-  return { allowed: true, remaining, resetAfter, retryAfter: 0, delay }
+/**
+ * The start of the span of `size` ms, aligned to multiples of it since the epoch, that holds
+ * `now`: `known` (a state's start, itself aligned) while `now` is still inside that span, else
+ * worked out. Saves a float modulo, a library call, on most decisions.
+ */
+export function alignedStart(now: number, size: number, known: number | undefined): number {
+  return known !== undefined && now >= known && now - known < size ? known : now - (now % size)
+}
+
+export function admitted(remaining: number, resetAfter: number, delay = 0, nextAfter?: number): Outcome {
+  return { allowed: true, remaining, resetAfter, retryAfter: 0, delay, nextAfter }
 }
 
 export function denied(remaining: number, resetAfter: number, retryAfter: number): Outcome {
   return { allowed: false, remaining, resetAfter, retryAfter: Math.max(retryAfter, 1), delay: 0 }
+}
+
+/**
+ * What a peek reports from a cost-0 outcome (`current`) and a cost-1 one (`next`): the quota left
+ * without taking any, and whether, or when, a request of cost 1 would pass.
+ */
+export function peekOf(current: Outcome, next: Outcome): Outcome {
+  return {
+    allowed: next.allowed,
+    remaining: current.remaining,
+    resetAfter: current.resetAfter,
+    retryAfter: next.retryAfter,
+    delay: 0,
+    nextAfter: next.allowed ? current.nextAfter : undefined,
+  }
 }

@@ -1,5 +1,6 @@
-import type { Mutable } from './outcome.js'
-import { admitted, denied, type Refund, type Transition } from './outcome.js'
+import type { Policy } from '../policy.js'
+import type { Kept, Meter } from './meter.js'
+import { admitted, denied, type Outcome, type Refund, type Transition } from './outcome.js'
 
 /**
  * Admission times inside the last window, oldest first, with the cost admitted at each. Memory
@@ -10,15 +11,61 @@ export interface SlidingLogState {
   readonly costs: readonly number[]
 }
 
+/** As a meter keeps it (see `slidingLogMeter`): entries before `head` are gone; `used` is the cost from `head` on. */
+interface SlidingLogDeque extends Kept {
+  times: number[]
+  costs: number[]
+  head: number
+  used: number
+}
+
+/** Entries a meter lets pile up before `head` before it moves the live ones down (at least half the log). */
+const COMPACT_AT = 32
+
 /** Exact: admits while the cost admitted in (now − window, now] plus this cost ≤ limit. */
 export const slidingLog: Transition<SlidingLogState> = (state, now, policy, cost) => {
-  const { limit, window } = policy
+  const outcome = decideSlidingLog(state, now, policy, cost)
+  if (!outcome.allowed || cost === 0) return { state: state as SlidingLogState, outcome }
   const times = state?.times ?? []
   const costs = state?.costs ?? []
-  let first = 0
-  while (first < times.length && (times[first] as number) <= now - window) first++
+  const first = firstLive(times, 0, now - policy.window)
+  const nextTimes = times.slice(first)
+  const nextCosts = costs.slice(first)
+  if (nextTimes.length > 0 && nextTimes[nextTimes.length - 1] === now) {
+    nextCosts[nextCosts.length - 1] = (nextCosts[nextCosts.length - 1] as number) + cost
+  } else {
+    nextTimes.push(now)
+    nextCosts.push(cost)
+  }
+  return { state: { times: nextTimes, costs: nextCosts }, outcome }
+}
+
+/** The index of the first entry from `from` still inside the window (time > `expired`). */
+function firstLive(times: readonly number[], from: number, expired: number): number {
+  let first = from
+  while (first < times.length && (times[first] as number) <= expired) first++
+  return first
+}
+
+/** The sliding log's outcome (see `slidingLog`), changing nothing; O(1) amortised on a meter's deque. */
+function decideSlidingLog(
+  state: (SlidingLogState & { readonly head?: number; readonly used?: number }) | undefined,
+  now: number,
+  policy: Policy,
+  cost: number,
+): Outcome {
+  const { limit, window } = policy
+  const times = state?.times ?? NONE
+  const costs = state?.costs ?? NONE
+  const head = state?.head ?? 0
+  const first = firstLive(times, head, now - window)
   let used = 0
-  for (let i = first; i < costs.length; i++) used += costs[i] as number
+  if (state?.used === undefined) {
+    for (let i = first; i < costs.length; i++) used += costs[i] as number
+  } else {
+    used = state.used
+    for (let i = head; i < first; i++) used -= costs[i] as number
+  }
   const newest = times.length > first ? (times[times.length - 1] as number) : undefined
 
   if (used + cost > limit) {
@@ -26,32 +73,114 @@ export const slidingLog: Transition<SlidingLogState> = (state, now, policy, cost
     let i = first
     while (excess > 0) excess -= costs[i++] as number
     const leaves = (times[i - 1] as number) + window - now
-    return { state: state as SlidingLogState, outcome: denied(limit - used, (newest as number) + window - now, leaves) }
+    return denied(Math.max(0, limit - used), (newest as number) + window - now, leaves)
   }
   if (cost === 0) {
-    return {
-      state: state as SlidingLogState,
-      outcome: admitted(limit - used, newest === undefined ? 0 : newest + window - now),
-    }
+    const nextAfter = used === limit ? leavingAfter(times, costs, first, window, now) : undefined
+    return admitted(limit - used, newest === undefined ? 0 : newest + window - now, 0, nextAfter)
   }
-  const nextTimes = times.slice(first)
-  const nextCosts = costs.slice(first)
-  if (newest === now) {
-    nextCosts[nextCosts.length - 1] = (nextCosts[nextCosts.length - 1] as number) + cost
-  } else {
-    nextTimes.push(now)
-    nextCosts.push(cost)
-  }
-  return { state: { times: nextTimes, costs: nextCosts }, outcome: admitted(limit - used - cost, window) }
+  const nextAfter = used + cost === limit ? leavingAfter(times, costs, first, window, now) : undefined
+  return admitted(limit - used - cost, window, 0, nextAfter)
 }
 
-/** Takes the cost off the newest entries still inside the window (dropping emptied ones), never below 0. */
-export const refundSlidingLog: Refund<SlidingLogState> = (state, now, policy, cost) => {
+const NONE: readonly number[] = []
+
+/**
+ * When enough of the oldest entries (from `first`) have left the window to free one unit, at
+ * least 1 ms; when the log runs out first, the unit is the one being admitted at `now`.
+ */
+function leavingAfter(
+  times: readonly number[],
+  costs: readonly number[],
+  first: number,
+  window: number,
+  now: number,
+): number {
+  let excess = 1
+  let i = first
+  while (excess > 0 && i < costs.length) excess -= costs[i++] as number
+  return Math.max(1, (excess > 0 ? now : (times[i - 1] as number)) + window - now)
+}
+
+/**
+ * The sliding log on a state kept and changed in place (see `Meter`): a deque with a head
+ * index, no copy of the log per request. Expired entries are dropped by moving `head`, and the
+ * live ones move down once the dead ones are at least half the log, so each entry is moved at
+ * most a few times (O(1) amortised).
+ */
+export const slidingLogMeter: Meter<SlidingLogDeque> = {
+  decide: decideSlidingLog,
+  take(live, now, { window }, cost, spare) {
+    if (live === undefined) {
+      if (spare === undefined) return { times: [now], costs: [cost], head: 0, used: cost, expiry: 0 }
+      // Expired or reset: none of its entries count any more.
+      spare.times.length = 0
+      spare.costs.length = 0
+      spare.head = 0
+      spare.used = 0
+    }
+    const state = (live ?? spare) as SlidingLogDeque
+    const { times, costs } = state
+    let { head, used } = state
+    while (head < times.length && (times[head] as number) <= now - window) used -= costs[head++] as number
+    if (head === times.length) {
+      times.length = 0
+      costs.length = 0
+      head = 0
+    } else if (head >= COMPACT_AT && head * 2 >= times.length) {
+      times.copyWithin(0, head)
+      costs.copyWithin(0, head)
+      times.length -= head
+      costs.length -= head
+      head = 0
+    }
+    const last = times.length - 1
+    if (last >= head && times[last] === now) {
+      costs[last] = (costs[last] as number) + cost
+    } else {
+      times.push(now)
+      costs.push(cost)
+    }
+    state.head = head
+    state.used = used + cost
+    return state
+  },
+  toState: (state) =>
+    state.head === 0 ? state : { times: state.times.slice(state.head), costs: state.costs.slice(state.head) },
+  fromState(state) {
+    const { times, costs } = state as SlidingLogState
+    let used = 0
+    for (const cost of costs) used += cost
+    return { times: times.slice(), costs: costs.slice(), head: 0, used, expiry: 0 }
+  },
+}
+
+/**
+ * Takes the cost off the newest entries still inside the window (dropping emptied ones), never
+ * below 0; with `admittedAt`, only off the admission's entry (the newest at or before it), while
+ * it is inside the window.
+ */
+export const refundSlidingLog: Refund<SlidingLogState> = (state, now, policy, cost, admittedAt) => {
   if (state === undefined) return state
   const { times, costs } = state
-  let first = 0
-  while (first < times.length && (times[first] as number) <= now - policy.window) first++
+  const first = firstLive(times, 0, now - policy.window)
   if (first === times.length) return state
+  if (admittedAt !== undefined) {
+    // The admission's entry: the newest at or before `admittedAt`, a clock read just after it.
+    let at = times.length - 1
+    while (at >= first && (times[at] as number) > admittedAt) at--
+    if (at < first) return state
+    const nextTimes = times.slice()
+    const nextCosts = costs.slice()
+    const kept = (costs[at] as number) - Math.min(cost, costs[at] as number)
+    if (kept === 0) {
+      nextTimes.splice(at, 1)
+      nextCosts.splice(at, 1)
+    } else {
+      nextCosts[at] = kept
+    }
+    return { times: nextTimes.slice(first), costs: nextCosts.slice(first) }
+  }
   const nextTimes = times.slice(first)
   const nextCosts = costs.slice(first)
   let left = cost
@@ -67,10 +196,4 @@ export const refundSlidingLog: Refund<SlidingLogState> = (state, now, policy, co
     }
   }
   return { times: nextTimes, costs: nextCosts }
-}
-
-/** Overwrites a stored state with a newer one of the same policy, for stores that keep state objects. */
-export function copySlidingLog(into: Mutable<SlidingLogState>, from: SlidingLogState): void {
-  into.times = from.times
-  into.costs = from.costs
 }

@@ -1,5 +1,15 @@
-import type { Mutable } from './outcome.js'
-import { admitted, ceilMs, denied, floorUnits, type Refund, type Transition } from './outcome.js'
+import type { Policy } from '../policy.js'
+import type { Kept, Meter } from './meter.js'
+import {
+  admitted,
+  alignedStart,
+  ceilMs,
+  denied,
+  floorUnits,
+  type Outcome,
+  type Refund,
+  type Transition,
+} from './outcome.js'
 
 /**
  * Counts of the last `precision + 1` sub-windows, oldest first, the last being the one that
@@ -10,54 +20,145 @@ export interface SlidingWindowState {
   readonly counts: readonly number[]
 }
 
+/** As a meter keeps it (see `slidingWindowMeter`): `precision + 1` counts and their running total. */
+interface RunningWindow extends Kept {
+  start: number
+  counts: number[]
+  total: number
+}
+
 /**
  * Estimates the count over the last window as the full sub-windows inside it plus the oldest
  * sub-window weighted by the part of it still inside (traffic assumed even within it).
  * Admits while estimate + cost ≤ limit.
  */
 export const slidingWindow: Transition<SlidingWindowState> = (state, now, policy, cost) => {
-  const { limit, precision } = policy
+  const outcome = decideSlidingWindow(state, now, policy, cost)
+  if (!outcome.allowed || cost === 0) return { state: state as SlidingWindowState, outcome }
+  const { precision } = policy
   const size = policy.window / precision
   const start = now - (now % size)
   const counts = shifted(state, start, size, precision)
+  counts[precision] = (counts[precision] as number) + cost
+  return { state: { start, counts }, outcome }
+}
+
+/**
+ * The sliding window's outcome (see `slidingWindow`), changing nothing. The estimate is the
+ * oldest sub-window's weighted part plus the whole count of the others, summed as integers
+ * first (as the Lua mirror does), so a running total gives the same float as a loop would.
+ */
+function decideSlidingWindow(
+  state: (SlidingWindowState & { readonly total?: number }) | undefined,
+  now: number,
+  policy: Policy,
+  cost: number,
+): Outcome {
+  const { limit, precision } = policy
+  const size = policy.window / precision
+  const start = alignedStart(now, size, state?.start)
+  // A clock that steps back (NTP) must not read past the stored counts: treat it as no time passed.
+  // Starts are multiples of `size`, so the shift is a whole number of sub-windows.
+  const shift = state === undefined ? precision + 1 : Math.max(0, (start - state.start) / size)
+  const counts = state === undefined ? NONE : state.counts
+  let total = 0
+  if (shift <= precision) {
+    if (state?.total === undefined) {
+      for (let i = shift; i <= precision; i++) total += counts[i] ?? 0
+    } else {
+      // The running total less the sub-windows that slid out: O(1) per sub-window passed.
+      total = state.total
+      for (let i = 0; i < shift; i++) total -= counts[i] as number
+    }
+  }
+  const oldest = shift <= precision ? (counts[shift] ?? 0) : 0
   const left = start + size - now
-  const estimate = estimateOf(counts, left, size)
+  const estimate = (oldest * left) / size + (total - oldest)
 
   if (estimate + cost > limit + 1e-9) {
-    const wait = timeUntilBelow(counts, left, size, estimate + cost - limit)
-    return {
-      state: state as SlidingWindowState,
-      outcome: denied(floorUnits(limit - estimate), resetAfterOf(counts, left, size), wait),
+    const wait = timeUntilBelow(counts, shift, 0, precision, left, size, estimate + cost - limit)
+    return denied(floorUnits(limit - estimate), resetAfterOf(counts, shift, 0, precision, left, size), wait)
+  }
+  const remaining = floorUnits(limit - estimate - cost)
+  const nextAfter =
+    remaining === 0
+      ? Math.max(1, timeUntilBelow(counts, shift, cost, precision, left, size, estimate + cost + 1 - limit))
+      : undefined
+  return admitted(remaining, resetAfterOf(counts, shift, cost, precision, left, size), 0, nextAfter)
+}
+
+const NONE: readonly number[] = []
+
+/**
+ * The sliding window on a state kept and changed in place (see `Meter`): the counts move down
+ * only when a sub-window has passed, and the running total makes the estimate O(1) whatever
+ * the precision.
+ */
+export const slidingWindowMeter: Meter<RunningWindow> = {
+  decide: decideSlidingWindow,
+  take(state, now, { window, precision }, cost, spare) {
+    const size = window / precision
+    const start = alignedStart(now, size, state?.start)
+    if (state === undefined) {
+      const counts = spare?.counts ?? new Array<number>(precision + 1)
+      counts.fill(0)
+      counts[precision] = cost
+      if (spare === undefined) return { start, counts, total: cost, expiry: 0 }
+      spare.start = start
+      spare.total = cost
+      return spare
     }
-  }
-  if (cost === 0) {
-    return {
-      state: state as SlidingWindowState,
-      outcome: admitted(floorUnits(limit - estimate), resetAfterOf(counts, left, size)),
+    const { counts } = state
+    const shift = Math.max(0, (start - state.start) / size)
+    if (shift > precision) {
+      counts.fill(0)
+      state.total = 0
+    } else if (shift > 0) {
+      // A loop: copyWithin and fill cost more than they move for a few dozen counts.
+      for (let i = 0; i < shift; i++) state.total -= counts[i] as number
+      for (let i = 0; i <= precision; i++) counts[i] = i + shift <= precision ? (counts[i + shift] as number) : 0
     }
-  }
-  // `counts` is this call's own array (see shifted), so it can become the new state.
-  counts[precision] = (counts[precision] as number) + cost
-  return {
-    state: { start, counts },
-    outcome: admitted(floorUnits(limit - estimate - cost), resetAfterOf(counts, left, size)),
-  }
+    state.start = start
+    counts[precision] = (counts[precision] as number) + cost
+    state.total += cost
+    return state
+  },
+  toState: (state) => state,
+  fromState(state) {
+    const { start, counts } = state as SlidingWindowState
+    let total = 0
+    for (const count of counts) total += count
+    return { start, counts: counts.slice(), total, expiry: 0 }
+  },
 }
 
 /**
  * Takes the cost off the newest sub-windows still holding counts, newest first, never below 0:
- * counts that have slid out of the window are gone and give nothing back. The state keeps its
- * `start`, so a store that writes a same-start state in place (Redis) keeps a correct expiry.
+ * counts that have slid out of the window are gone and give nothing back. With `admittedAt`,
+ * only off the sub-window the request counted in (the newest one at or before `admittedAt`, a
+ * clock read just after the admission), while it is still inside the window. The
+ * state keeps its `start`, so a store that writes a same-start state in place (Redis) keeps a
+ * correct expiry.
  */
-export const refundSlidingWindow: Refund<SlidingWindowState> = (state, now, policy, cost) => {
+export const refundSlidingWindow: Refund<SlidingWindowState> = (state, now, policy, cost, admittedAt) => {
   if (state === undefined) return state
   const size = policy.window / policy.precision
   const start = now - (now % size)
   // Indices below `shift` have slid out; a clock that stepped back shifts nothing.
   const shift = Math.max(0, (start - state.start) / size)
   const counts = state.counts.slice()
+  // The newest index to take from, and the oldest (the admission's sub-window, when known).
+  let newest = counts.length - 1
+  let oldest = shift
+  if (admittedAt !== undefined) {
+    // `admittedAt` is read just after the admission: past the newest sub-window it means the newest.
+    const index = Math.min(newest, newest - (state.start - (admittedAt - (admittedAt % size))) / size)
+    if (index < shift) return state
+    newest = index
+    oldest = index
+  }
   let left = cost
-  for (let i = counts.length - 1; i >= shift && left > 0; i--) {
+  for (let i = newest; i >= oldest && left > 0; i--) {
     const taken = Math.min(left, counts[i] as number)
     counts[i] = (counts[i] as number) - taken
     left -= taken
@@ -67,31 +168,36 @@ export const refundSlidingWindow: Refund<SlidingWindowState> = (state, now, poli
 
 /** A new array of the counts as seen from the sub-window starting at `start`. */
 function shifted(state: SlidingWindowState | undefined, start: number, size: number, precision: number): number[] {
-  const counts: number[] = []
-  // A clock that steps back (NTP) must not read past the stored counts: treat it as no time passed.
   const shift = state === undefined ? precision + 1 : Math.max(0, (start - state.start) / size)
-  for (let i = 0; i <= precision; i++) {
-    counts.push(i + shift <= precision ? ((state as SlidingWindowState).counts[i + shift] as number) : 0)
-  }
+  // Native copies: most decisions land in the sub-window of the last one (shift 0).
+  const counts = shift > precision ? [] : (state as SlidingWindowState).counts.slice(shift)
+  while (counts.length <= precision) counts.push(0)
   return counts
 }
 
-/** `left` is the time until the current sub-window ends; the oldest one is that fraction inside. */
-function estimateOf(counts: readonly number[], left: number, size: number): number {
-  let sum = ((counts[0] as number) * left) / size
-  for (let i = 1; i < counts.length; i++) sum += counts[i] as number
-  return sum
+/** The count of sub-window `i` (0 the oldest) seen `shift` sub-windows on, with `extra` in the newest. */
+function countAt(counts: readonly number[], shift: number, extra: number, precision: number, i: number): number {
+  const count = i + shift <= precision ? (counts[i + shift] ?? 0) : 0
+  return i === precision ? count + extra : count
 }
 
 /**
  * The estimate falls linearly while the oldest sub-window slides out, then the next one starts
  * sliding out: walk those segments until `excess` has drained.
  */
-function timeUntilBelow(counts: readonly number[], left: number, size: number, excess: number): number {
+function timeUntilBelow(
+  counts: readonly number[],
+  shift: number,
+  extra: number,
+  precision: number,
+  left: number,
+  size: number,
+  excess: number,
+): number {
   let elapsed = 0
   let need = excess
-  for (let i = 0; i < counts.length; i++) {
-    const count = counts[i] as number
+  for (let i = 0; i <= precision; i++) {
+    const count = countAt(counts, shift, extra, precision, i)
     const span = i === 0 ? left : size
     const drop = (count * span) / size
     if (count > 0 && drop >= need - 1e-9) return ceilMs(elapsed + (need * size) / count)
@@ -101,16 +207,16 @@ function timeUntilBelow(counts: readonly number[], left: number, size: number, e
   return ceilMs(elapsed)
 }
 
-function resetAfterOf(counts: readonly number[], left: number, size: number): number {
-  for (let i = counts.length - 1; i >= 0; i--) {
-    if ((counts[i] as number) > 0) return i === 0 ? left : left + i * size
+function resetAfterOf(
+  counts: readonly number[],
+  shift: number,
+  extra: number,
+  precision: number,
+  left: number,
+  size: number,
+): number {
+  for (let i = precision; i >= 0; i--) {
+    if (countAt(counts, shift, extra, precision, i) > 0) return i === 0 ? left : left + i * size
   }
   return 0
-}
-
-/** Overwrites a stored state with a newer one of the same policy, for stores that keep state objects. */
-export function copySlidingWindow(into: Mutable<SlidingWindowState>, from: SlidingWindowState): void {
-  into.start = from.start
-  const counts = into.counts as number[]
-  for (let i = 0; i < from.counts.length; i++) counts[i] = from.counts[i] as number
 }

@@ -2,9 +2,12 @@ import { ConfigError } from '../errors.js'
 
 /** IPv6 prefix that keys one subscriber by default: ISPs commonly delegate a /56 or larger. */
 export const DEFAULT_IPV6_SUBNET = 56
+/** The shortest IPv6 prefix `ipv6Subnet` accepts. */
 export const MIN_IPV6_SUBNET = 32
+/** The longest IPv6 prefix `ipv6Subnet` accepts. */
 export const MAX_IPV6_SUBNET = 64
 
+/** An IP address as `parseIp` reads it: IPv4 octets or IPv6 groups. */
 export type ParsedIp =
   | { readonly version: 4; readonly octets: readonly number[] }
   | {

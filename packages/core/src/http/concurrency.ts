@@ -1,4 +1,7 @@
+import { toMilliseconds } from '../duration.js'
 import { ConfigError } from '../errors.js'
+import { containObserve, type Observe } from '../observe.js'
+import { headerInteger } from '../policy.js'
 import { InflightCounter } from '../sketch/inflight.js'
 import { type Awaitable, andThen } from '../store.js'
 import {
@@ -7,6 +10,7 @@ import {
   type HeaderMode,
   type HeadersOption,
   headerModeOption,
+  retryAfterHeader,
   sfString,
 } from './headers.js'
 import {
@@ -29,6 +33,7 @@ export interface ConcurrencyInfo {
   readonly inflight: number
 }
 
+/** `concurrencyLimit()` options every adapter shares; `A` is the framework's handler arguments. */
 export interface ConcurrencyLimitOptions<A extends unknown[], R = unknown>
   extends CommonOptions<A, ConcurrencyInfo, R> {
   /** Requests in flight at once per key, in this process. */
@@ -37,9 +42,18 @@ export interface ConcurrencyLimitOptions<A extends unknown[], R = unknown>
   name?: string
   /** `'draft-11'` (default, quota unit `"concurrent-requests"`) or false; other modes send nothing. */
   headers?: HeadersOption
+  /**
+   * The Retry-After of a denial: a duration (rounded up to whole seconds, at least 1), or false
+   * for none. Default `'1s'`: a slot frees when any request in flight finishes, which no one can
+   * predict, so this is a hint to back off briefly, not a promise.
+   */
+  retryAfter?: number | string | false
+  /** Called with a `concurrency` event for each request admitted or refused (see `ObserveEvent`). */
+  observe?: Observe
 }
 
-const CONCURRENCY_OPTIONS = ['limit', 'name', 'headers', ...COMMON_OPTIONS]
+const CONCURRENCY_OPTIONS = ['limit', 'name', 'headers', 'retryAfter', 'observe', ...COMMON_OPTIONS]
+const DEFAULT_CONCURRENCY_RETRY_AFTER_MS = 1000
 
 /**
  * `continue`: set `headers`, call the next handler, and call `release` once the response is
@@ -50,6 +64,7 @@ export type ConcurrencyPlan<R> =
   | { readonly kind: 'continue'; readonly headers: readonly HeaderEntry[]; readonly release: () => void }
   | (DenyPlan<R> & { readonly info: ConcurrencyInfo })
 
+/** What `createConcurrencyHandler` returns: the per-request planner an adapter calls. */
 export interface ConcurrencyHandler<A extends unknown[], R> {
   /** Requests in flight per key, in this process. */
   readonly inflight: InflightCounter
@@ -60,6 +75,7 @@ export interface ConcurrencyHandler<A extends unknown[], R> {
 
 const NOTHING_TO_RELEASE = (): void => {}
 
+/** Validates `concurrencyLimit()` options once and returns the per-request planner, so adapters only translate. */
 export function createConcurrencyHandler<A extends unknown[], R>(
   options: ConcurrencyLimitOptions<A, R>,
   adapter: Adapter<A>,
@@ -71,29 +87,41 @@ export function createConcurrencyHandler<A extends unknown[], R>(
   if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1) {
     throw new ConfigError('limit', limit, 'must be a positive whole number of requests in flight')
   }
+  headerInteger('limit', limit)
   if (typeof name !== 'string' || name === '') throw new ConfigError('name', name, 'must be a non-empty string')
   sfString(name)
   const headers = headerModeOption(options.headers)
+  const retryAfter =
+    options.retryAfter === false
+      ? undefined
+      : retryAfterHeader(
+          options.retryAfter === undefined
+            ? DEFAULT_CONCURRENCY_RETRY_AFTER_MS
+            : toMilliseconds('retryAfter', options.retryAfter),
+        )
   const common = parseCommon<A, ConcurrencyInfo, R>(raw, adapter)
   const { key, skip, statusCode, dryRun } = common
   const inflight = new InflightCounter()
+  const emit = containObserve(options.observe)
 
   const admit = (args: A, requestKey: string): Awaitable<ConcurrencyPlan<R>> => {
     const current = inflight.count(requestKey)
     if (current < limit) {
       const guard = inflight.acquire(requestKey)
       const entries = concurrencyHeaders(name, limit, limit - guard.count, headers)
+      emit?.({ type: 'concurrency', key: requestKey, name, limit, allowed: true, inflight: guard.count })
       return { kind: 'continue', headers: entries, release: guard.release }
     }
     const entries = concurrencyHeaders(name, limit, 0, headers)
+    emit?.({ type: 'concurrency', key: requestKey, name, limit, allowed: false, inflight: current })
     if (dryRun) return { kind: 'continue', headers: entries, release: NOTHING_TO_RELEASE }
     const info: ConcurrencyInfo = { name, key: requestKey, limit, inflight: current }
-    return denialResponse(common, args, info, () => concurrencyProblem(name, limit, statusCode)).then((response) => ({
+    return denialResponse(common, args, info, () => concurrencyProblem(name, limit, statusCode)).then((denial) => ({
       kind: 'deny',
       info,
       status: statusCode,
-      headers: entries,
-      response,
+      headers: retryAfter === undefined ? entries : [...entries, retryAfter],
+      ...denial,
     }))
   }
 

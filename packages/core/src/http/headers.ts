@@ -7,6 +7,7 @@ import { ConfigError } from '../errors.js'
  * them, for clients that parse those shapes. `'legacy'`: `X-RateLimit-*`.
  */
 export const HEADER_MODES = ['draft-11', 'draft-7', 'draft-6', 'legacy'] as const
+/** One of `HEADER_MODES`. */
 export type HeaderMode = (typeof HEADER_MODES)[number]
 /** `true` means the default, `'draft-11'`; `false` sends none (Retry-After is still sent on denial). */
 export type HeadersOption = HeaderMode | boolean
@@ -21,6 +22,7 @@ export interface HeaderEntry {
   readonly append: boolean
 }
 
+/** Validates a `headers` option: a `HeaderMode` or `false` (`undefined` is `draft-11`); throws a `ConfigError` otherwise. */
 export function headerModeOption(value: unknown, field = 'headers'): HeaderMode | false {
   if (value === undefined || value === true) return 'draft-11'
   if (value === false) return false
@@ -44,10 +46,16 @@ export function retryAfterSeconds(ms: number): number {
 /**
  * Seconds until the policy's quota comes back. A policy that denied reports its retry time, so
  * that Retry-After never points before the end of the effective window (draft-11 §6) and
- * draft-6's Reset matches Retry-After.
+ * draft-6's Reset matches Retry-After; one that admitted with nothing left reports when the
+ * next unit is available (what a denial a moment later would say), not when the whole quota is.
  */
 export function resetSeconds(policy: PolicyDecision): number {
-  return Math.max(0, Math.ceil((policy.allowed ? policy.resetAfter : policy.retryAfter) / 1000))
+  return Math.max(0, Math.ceil(resetMs(policy) / 1000))
+}
+
+function resetMs(policy: PolicyDecision): number {
+  if (!policy.allowed) return policy.retryAfter
+  return policy.remaining === 0 && policy.nextAfter !== undefined ? policy.nextAfter : policy.resetAfter
 }
 
 /** A window in whole seconds, rounded up and at least 1 (draft-11 `w` is non-zero). */
@@ -139,10 +147,7 @@ function bindingHeaders(binding: PolicyDecision, mode: Exclude<HeaderMode, 'draf
       return [
         entry('X-RateLimit-Limit', limit),
         entry('X-RateLimit-Remaining', remaining),
-        entry(
-          'X-RateLimit-Reset',
-          String(Math.ceil((now + (binding.allowed ? binding.resetAfter : binding.retryAfter)) / 1000)),
-        ),
+        entry('X-RateLimit-Reset', String(Math.ceil((now + resetMs(binding)) / 1000))),
       ]
   }
 }
@@ -164,6 +169,7 @@ export function concurrencyHeaders(
   ]
 }
 
+/** The `Retry-After` header for a wait of `ms`: whole seconds, rounded up, at least 1. */
 export function retryAfterHeader(ms: number): HeaderEntry {
   return entry('Retry-After', String(retryAfterSeconds(ms)))
 }

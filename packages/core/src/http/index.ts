@@ -8,8 +8,7 @@ export {
   MIN_IPV6_SUBNET,
   parseIp,
 } from './client-ip.js'
-export type { ConcurrencyHandler, ConcurrencyInfo, ConcurrencyLimitOptions, ConcurrencyPlan } from './concurrency.js'
-export { createConcurrencyHandler } from './concurrency.js'
+export type { ConcurrencyInfo, ConcurrencyLimitOptions } from './concurrency.js'
 export type { HeaderEntry, HeaderMode, HeadersOption } from './headers.js'
 export {
   concurrencyHeaders,
@@ -21,19 +20,16 @@ export {
   retryAfterSeconds,
   sfString,
 } from './headers.js'
-export type { Adapter, CommonOptions } from './options.js'
+export type { CommonOptions } from './options.js'
 export type { ProblemDetails } from './problem.js'
 export {
   concurrencyProblem,
   PROBLEM_CONTENT_TYPE,
   QUOTA_EXCEEDED,
   rateLimitProblem,
+  STORE_UNAVAILABLE,
+  storeUnavailableProblem,
   TEMPORARY_REDUCED_CAPACITY,
 } from './problem.js'
-export type { ForwardedTrust, ProxySetup } from './proxy-check.js'
-export type { RateLimitHandler, RateLimitOptions, RateLimitPlan } from './rate-limit.js'
-export { createRateLimitHandler } from './rate-limit.js'
+export type { RateLimitOptions } from './rate-limit.js'
 export type { Message, ResponseBody } from './response.js'
-export { sleep } from './response.js'
-export type { NodeResponse } from './stream.js'
-export { onResponseDone, onStreamDone } from './stream.js'

@@ -1,4 +1,7 @@
 import { ConfigError } from '../errors.js'
+
+export { assertKnownOptions } from '../known-options.js'
+
 import type { Awaitable } from '../store.js'
 import { ClientAddressError, ipKey, ipv6SubnetOption } from './client-ip.js'
 import { type ProxySetup, proxyCheck } from './proxy-check.js'
@@ -41,7 +44,8 @@ export interface CommonOptions<A extends unknown[], I, R> {
   ipv6Subnet?: number | false
   /**
    * Warn once (console.warn) when the default key is probably wrong: a proxy the framework does
-   * not trust, or one that trusts every X-Forwarded-For entry. Default true.
+   * not trust, or one that trusts every X-Forwarded-For entry; and when two rate limits share a
+   * store and a policy without a `namespace`, so both count every request. Default true.
    */
   validate?: boolean
 }
@@ -53,6 +57,8 @@ export interface CommonConfig<A extends unknown[], I, R> {
   readonly message: Message<A, I> | undefined
   readonly onLimited: ((...args: [...A, I]) => R) | undefined
   readonly dryRun: boolean
+  /** Whether to warn (once) about likely mistakes: see `CommonOptions.validate`. */
+  readonly validate: boolean
 }
 
 export const COMMON_OPTIONS = [
@@ -66,42 +72,9 @@ export const COMMON_OPTIONS = [
   'validate',
 ] as const
 
-/** Options of other rate limiters that people bring along, and what to write instead. */
-const HINTS: Readonly<Record<string, string>> = {
-  windowMs: "set the window in limits, e.g. limits: ['100/15min']",
-  max: "set the limit in limits, e.g. limits: ['100/15min']",
-  limit: "set the limit in limits, e.g. limits: ['100/15min']; for limits per request, limiter: (request) => a limiter",
-  points: "set the limit in limits, e.g. limits: ['100/1h']",
-  duration: "set the window in limits, e.g. limits: ['100/1h']",
-  keyGenerator: 'use key: (request) => string',
-  id: 'use key: (ctx) => string',
-  handler: 'use onLimited',
-  standardHeaders: "use headers: 'draft-11' | 'draft-7' | 'draft-6' | 'legacy' | false",
-  legacyHeaders: "use headers: 'legacy'",
-  status: 'use statusCode',
-  errorMessage: 'use message',
-  whitelist: 'use skip',
-  allowList: 'use skip',
-  passOnStoreError: "use onStoreError: 'allow' | 'deny' | a fallback store",
-  requestPropertyName: 'the decision is always exposed under the name rateLimit',
-}
-
 export function assertObject(options: unknown, example: string): asserts options is Record<string, unknown> {
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
     throw new ConfigError('options', options, `must be an object such as ${example}`)
-  }
-}
-
-/** Rejects misspelt or foreign options, naming the known ones (and the right one, when we can tell). */
-export function assertKnownOptions(options: Record<string, unknown>, known: readonly string[], fn: string): void {
-  for (const name of Object.keys(options)) {
-    if (known.includes(name) || options[name] === undefined) continue
-    const hint = HINTS[name]
-    throw new ConfigError(
-      name,
-      options[name],
-      `is not an option of ${fn}${hint ? `: ${hint}` : ''} (known options: ${known.join(', ')})`,
-    )
   }
 }
 
@@ -111,14 +84,19 @@ function optionalFunction<T>(name: string, value: unknown): T | undefined {
   return value as T
 }
 
+/** An HTTP error status option (400–599). */
+export function errorStatusOption(name: string, status: unknown): number {
+  if (typeof status !== 'number' || !Number.isInteger(status) || status < 400 || status > 599) {
+    throw new ConfigError(name, status, 'must be an HTTP error status from 400 to 599, such as 429 or 503')
+  }
+  return status
+}
+
 export function parseCommon<A extends unknown[], I, R>(
   options: Record<string, unknown>,
   adapter: Adapter<A>,
 ): CommonConfig<A, I, R> {
-  const statusCode = options.statusCode ?? 429
-  if (typeof statusCode !== 'number' || !Number.isInteger(statusCode) || statusCode < 400 || statusCode > 599) {
-    throw new ConfigError('statusCode', statusCode, 'must be an HTTP error status from 400 to 599, such as 429 or 503')
-  }
+  const statusCode = errorStatusOption('statusCode', options.statusCode ?? 429)
   const dryRun = options.dryRun ?? false
   if (typeof dryRun !== 'boolean') throw new ConfigError('dryRun', dryRun, 'must be true or false')
 
@@ -161,5 +139,6 @@ export function parseCommon<A extends unknown[], I, R>(
     message: message as Message<A, I> | undefined,
     onLimited,
     dryRun,
+    validate,
   }
 }

@@ -1,10 +1,18 @@
 import type { Decision } from '../decision.js'
 import { retryAfterSeconds } from './headers.js'
 
+/** The media type of RFC 9457 problem details. */
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json'
 /** The IETF RateLimit draft's problem types (draft-11 §5), not yet in the IANA registry. */
 export const QUOTA_EXCEEDED = 'https://iana.org/assignments/http-problem-types#quota-exceeded'
+/** The problem type of a concurrency limit or an unavailable store (the draft's temporary-reduced-capacity). */
 export const TEMPORARY_REDUCED_CAPACITY = 'https://iana.org/assignments/http-problem-types#temporary-reduced-capacity'
+/**
+ * sluice's own problem type for `onStoreError: 'deny'`: the limiter could not reach its store, so
+ * nobody's quota was looked at. A tag URI (RFC 4151), as RFC 9457 suggests for types that are
+ * not meant to be dereferenced.
+ */
+export const STORE_UNAVAILABLE = 'tag:sluice.dev,2026:problem:store-unavailable'
 
 /** RFC 9457 problem details, with the draft's `violated-policies` extension. */
 export interface ProblemDetails {
@@ -52,5 +60,19 @@ export function concurrencyProblem(name: string, limit: number, status = 429): P
     status,
     detail: `Too many requests in flight: at most ${limit} at a time. Retry when one finishes.`,
     'violated-policies': [name],
+  }
+}
+
+/** The body of a denial by `onStoreError: 'deny'`: the store failed, no limit was exceeded. */
+export function storeUnavailableProblem(decision: Decision, status = 503): ProblemDetails {
+  const seconds = retryAfterSeconds(decision.retryAfter)
+  return {
+    type: STORE_UNAVAILABLE,
+    title: 'Rate limit store unavailable',
+    status,
+    detail:
+      "The rate limiter's store is unavailable, so the request could not be checked against its limits. " +
+      `Retry in ${seconds} second${seconds === 1 ? '' : 's'}.`,
+    'violated-policies': [],
   }
 }

@@ -1,6 +1,13 @@
 import type { Decision } from '../decision.js'
 import { ConfigError } from '../errors.js'
-import { consumeNowOf, createLimiter, type Limiter, type LimiterOptions } from '../limiter.js'
+import {
+  consumeNowOf,
+  createLimiter,
+  LIMITER_OPTION_NAMES,
+  type Limiter,
+  type LimiterOptions,
+  sharedPolicyOf,
+} from '../limiter.js'
 import { capacityOf } from '../policy.js'
 import { type Awaitable, andThen, isThenable } from '../store.js'
 import {
@@ -17,9 +24,10 @@ import {
   assertObject,
   COMMON_OPTIONS,
   type CommonOptions,
+  errorStatusOption,
   parseCommon,
 } from './options.js'
-import { rateLimitProblem } from './problem.js'
+import { rateLimitProblem, storeUnavailableProblem } from './problem.js'
 import { type DenyPlan, denialResponse, SKIP, sleep } from './response.js'
 
 /** `rateLimit()` options of every adapter; `A` is the framework's handler arguments, `R` what onLimited returns. */
@@ -41,11 +49,34 @@ export interface RateLimitOptions<A extends unknown[], R = unknown>
   skipFailedRequests?: boolean
   /** Whether a completed response succeeded. Default: its status is below 400. */
   requestWasSuccessful?: (...args: A) => Awaitable<boolean>
+  /**
+   * Where the decision is exposed: `req[name]` (Express), `ctx.state[name]` (Koa),
+   * `c.get(name)` (Hono). Default `'rateLimit'`; give stacked limiters their own names so one
+   * does not overwrite the other's (express-rate-limit's option of the same name).
+   */
+  requestPropertyName?: string
+  /**
+   * Status of a denial by `onStoreError: 'deny'` (the store failed; no limit was exceeded).
+   * Default 503, with `Retry-After` and a problem body of type `STORE_UNAVAILABLE`.
+   */
+  storeErrorStatusCode?: number
 }
 
-const LIMITER_OPTIONS = ['limits', 'store', 'onStoreError', 'timeout', 'maxDelay'] as const
 const SETTLE_OPTIONS = ['skipSuccessfulRequests', 'skipFailedRequests', 'requestWasSuccessful']
-const RATE_LIMIT_OPTIONS = [...LIMITER_OPTIONS, 'limiter', 'cost', 'headers', ...SETTLE_OPTIONS, ...COMMON_OPTIONS]
+/** Hints only rateLimit() gives: it can pick a limiter per request. */
+const RATE_LIMIT_HINTS = {
+  limit: "set the limit in limits, e.g. limits: ['100/15min']; for limits per request, limiter: (request) => a limiter",
+}
+const RATE_LIMIT_OPTIONS = [
+  ...LIMITER_OPTION_NAMES,
+  'limiter',
+  'cost',
+  'headers',
+  'requestPropertyName',
+  'storeErrorStatusCode',
+  ...SETTLE_OPTIONS,
+  ...COMMON_OPTIONS,
+]
 
 /**
  * What an adapter does with one request. `skip`: call the next handler, nothing else.
@@ -70,10 +101,13 @@ export type RateLimitPlan<R> =
     }
   | (DenyPlan<R> & { readonly decision: Decision })
 
+/** What `createRateLimitHandler` returns: the per-request planner an adapter calls. */
 export interface RateLimitHandler<A extends unknown[], R> {
   /** The one limiter of every request; undefined when `limiter` is a function of the request. */
   readonly limiter: Limiter | undefined
   readonly headers: HeaderMode | false
+  /** Where the adapter exposes the decision (see `requestPropertyName`). */
+  readonly property: string
   /**
    * The plan for one request: a value when every step was synchronous (a memory store and
    * synchronous options), so that the adapter can go on in the same tick; otherwise a promise.
@@ -92,15 +126,17 @@ export function createRateLimitHandler<A extends unknown[], R>(
 ): RateLimitHandler<A, R> {
   assertObject(options, "{ limits: ['100/min', '2/s'] }")
   const raw = options as Record<string, unknown>
-  assertKnownOptions(raw, [...RATE_LIMIT_OPTIONS, ...(adapter.extraOptions ?? [])], 'rateLimit()')
+  assertKnownOptions(raw, [...RATE_LIMIT_OPTIONS, ...(adapter.extraOptions ?? [])], 'rateLimit()', RATE_LIMIT_HINTS)
   const common = parseCommon<A, Decision, R>(raw, adapter)
   const choice = limiterOf(options)
   const headers = headerModeOption(options.headers)
   const fixed = typeof choice === 'function' ? undefined : prepare(choice, headers)
+  if (fixed && common.validate) warnIfShared(fixed.limiter)
   const cost = costOf(options.cost, fixed?.limiter)
   const refundRule = refundRuleOf(options, fixed?.limiter, adapter)
   const fixedCost = typeof cost === 'number' ? { cost } : undefined
   const { key, skip, statusCode, dryRun } = common
+  const storeErrorStatusCode = errorStatusOption('storeErrorStatusCode', options.storeErrorStatusCode ?? 503)
 
   /** Limiters a `limiter` function picked, each prepared once. */
   const chosen = new WeakMap<Limiter, Prepared>()
@@ -140,6 +176,7 @@ export function createRateLimitHandler<A extends unknown[], R>(
     units: number,
     decision: Decision,
   ): Awaitable<RateLimitPlan<R>> => {
+    if (!decision.allowed && !dryRun && decision.source === 'error') return storeUnavailable(args, decision)
     const entries = headersFor(decision)
     if (decision.allowed || dryRun) {
       const delay = dryRun ? 0 : decision.delay
@@ -152,18 +189,34 @@ export function createRateLimitHandler<A extends unknown[], R>(
       return delay > 0 ? sleep(delay).then(() => plan) : plan
     }
     entries.push(retryAfterHeader(decision.retryAfter))
-    return denialResponse(common, args, decision, () => rateLimitProblem(decision, statusCode)).then((response) => ({
+    return denialResponse(common, args, decision, () => rateLimitProblem(decision, statusCode)).then((denial) => ({
       kind: 'deny',
       decision,
       status: statusCode,
       headers: entries,
-      response,
+      ...denial,
     }))
   }
+
+  /**
+   * `onStoreError: 'deny'`: no policy was looked at, so no RateLimit headers (they would report a
+   * quota nobody read), only when to come back.
+   */
+  const storeUnavailable = (args: A, decision: Decision): Promise<RateLimitPlan<R>> =>
+    denialResponse(common, args, decision, () => storeUnavailableProblem(decision, storeErrorStatusCode)).then(
+      (denial) => ({
+        kind: 'deny',
+        decision,
+        status: storeErrorStatusCode,
+        headers: [retryAfterHeader(decision.retryAfter)],
+        ...denial,
+      }),
+    )
 
   return {
     limiter: fixed?.limiter,
     headers,
+    property: propertyNameOf(options.requestPropertyName),
     // Not async, and chained only where a step returns a promise: with synchronous options and a
     // memory store (the usual case) a request takes no promise hop at all.
     plan(...args) {
@@ -180,6 +233,29 @@ export function createRateLimitHandler<A extends unknown[], R>(
       }
     },
   }
+}
+
+function propertyNameOf(name: unknown): string {
+  if (name === undefined) return 'rateLimit'
+  if (typeof name !== 'string' || !/^[A-Za-z_$][\w$]*$/.test(name) || name === '__proto__' || name === 'constructor') {
+    throw new ConfigError('requestPropertyName', name, "must be a plain identifier such as 'rateLimit' or 'loginLimit'")
+  }
+  return name
+}
+
+/** The shared-policy warning is given once per process, as the proxy warnings are. */
+let warnedShared = false
+
+function warnIfShared(limiter: Limiter): void {
+  const policy = sharedPolicyOf(limiter)
+  if (policy === undefined || warnedShared) return
+  warnedShared = true
+  console.warn(
+    `sluice: two rate limits use the policy ${policy} on the same store without a namespace, so they share one count ` +
+      '(a request through both counts twice; two routes share one budget). Give each limiter its own ' +
+      "namespace: rateLimit({ limits, namespace: 'login' }), or pass one limiter to both if sharing is meant. " +
+      'validate: false turns this check off.',
+  )
 }
 
 /** A limiter with its header writer, which serialises what the policies alone decide once. */
@@ -217,13 +293,13 @@ function limiterOf<A extends unknown[]>(
         "are required, e.g. limits: ['100/min', '2/s'] (or pass a prebuilt limiter)",
       )
     }
-    const { limits, store, onStoreError, timeout, maxDelay } = options
-    return createLimiter({ limits, store, onStoreError, timeout, maxDelay })
+    const { limits, store, onStoreError, timeout, maxDelay, namespace, breaker, observe } = options
+    return createLimiter({ limits, store, onStoreError, timeout, maxDelay, namespace, breaker, observe })
   }
   if (typeof limiter !== 'function') {
     assertLimiter(limiter, 'must be a limiter made by createLimiter(), or a function of the request returning one')
   }
-  for (const field of LIMITER_OPTIONS) {
+  for (const field of LIMITER_OPTION_NAMES) {
     if (options[field] !== undefined) {
       throw new ConfigError(field, options[field], 'belongs to the prebuilt limiter: set it in createLimiter() instead')
     }
@@ -306,8 +382,10 @@ function settlerOf<A extends unknown[]>(
   args: A,
 ): (completed: boolean) => void {
   let settled = false
+  // Read now, when the decision has just come: the refund then never reaches into a later window.
+  const admittedAt = typeof limiter.clock === 'function' ? limiter.clock() : undefined
   const refundIf = (succeeded: boolean): void => {
-    if (succeeded === rule.refundSucceeded) limiter.refund(key, { cost }).catch(ignore)
+    if (succeeded === rule.refundSucceeded) limiter.refund(key, { cost, admittedAt }).catch(ignore)
   }
   return (completed) => {
     if (settled) return

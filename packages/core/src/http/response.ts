@@ -16,7 +16,7 @@ export interface ResponseBody {
  */
 export type Message<A extends unknown[], I> = string | object | ((...args: [...A, I]) => Awaitable<string | object>)
 
-export function problemBody(problem: ProblemDetails): ResponseBody {
+export function problemBody(problem: ProblemDetails | object): ResponseBody {
   return { contentType: PROBLEM_CONTENT_TYPE, text: JSON.stringify(problem) }
 }
 
@@ -42,18 +42,27 @@ export type DenyPlan<R> = {
   readonly status: number
   readonly headers: readonly HeaderEntry[]
   readonly response: ResponseBody | (() => R)
+  /**
+   * What to send when the user's onLimited returned without answering (nothing sent in Express,
+   * no body in Koa, nothing returned in Hono): the default denial, so a request never hangs.
+   */
+  readonly fallback: ResponseBody
 }
+
+/** The body of a denial, and the default one for an onLimited that does not answer. */
+export type Denial<R> = Pick<DenyPlan<R>, 'response' | 'fallback'>
 
 /** The body of a refusal: the user's onLimited, else their message, else the problem details. */
 export async function denialResponse<A extends unknown[], I, R>(
   config: Pick<CommonConfig<A, I, R>, 'onLimited' | 'message'>,
   args: A,
   info: I,
-  problem: () => ProblemDetails,
-): Promise<ResponseBody | (() => R)> {
+  problem: () => ProblemDetails | object,
+): Promise<Denial<R>> {
   const { onLimited, message } = config
-  if (onLimited) return () => onLimited(...args, info)
-  return message === undefined ? problemBody(problem()) : messageBody(message, args, info)
+  if (onLimited) return { response: () => onLimited(...args, info), fallback: problemBody(problem()) }
+  const body = message === undefined ? problemBody(problem()) : await messageBody(message, args, info)
+  return { response: body, fallback: body }
 }
 
 /** Waits `ms` milliseconds: the shaping delay of an admitted request. */

@@ -1,9 +1,10 @@
 import type { Outcome } from '../algorithms/index.js'
 import { ConfigError } from '../errors.js'
-import { type Policy, type PolicySet, parsePolicy } from '../policy.js'
+import { type AlgorithmName, type Policy, type PolicySet, parsePolicy } from '../policy.js'
 import { type Awaitable, andThen, type Store } from '../store.js'
 import { SketchStore } from './sketch-store.js'
 
+/** Options of `new FilteredStore(options)`. */
 export interface FilteredStoreOptions {
   /** The exact store that keys reach once they pass the threshold (a MemoryStore, a RedisStore). */
   store: Store
@@ -43,6 +44,8 @@ interface Stages {
  */
 export class FilteredStore implements Store {
   readonly threshold: number
+  /** What the sketch stage can count. */
+  readonly algorithms: readonly AlgorithmName[]
   readonly #store: Store
   readonly #sketch: SketchStore
   readonly #stages = new Map<string, Stages>()
@@ -68,6 +71,7 @@ export class FilteredStore implements Store {
     this.threshold = threshold
     this.#store = store
     this.#sketch = sketch
+    this.algorithms = sketch.algorithms.filter((name) => store.algorithms?.includes(name) ?? true)
   }
 
   consume(key: string, set: PolicySet, cost: number): Awaitable<readonly Outcome[]> {

@@ -14,6 +14,7 @@ export class KeyHasher {
   readonly #seed1: number
   readonly #seed2: number
   readonly #cells: Int32Array
+  readonly #lanes = new Int32Array(2)
 
   constructor(rows: number, slots: number, seed: number) {
     this.#rows = rows
@@ -29,23 +30,9 @@ export class KeyHasher {
    * by the next call, so copy it to keep it.
    */
   cells(key: string): Int32Array {
-    let h1 = this.#seed1
-    let h2 = this.#seed2
-    const length = key.length
-    let i = 0
-    // Two UTF-16 code units per 32-bit block: every string maps to a distinct block sequence.
-    for (; i + 1 < length; i += 2) {
-      const block = key.charCodeAt(i) | (key.charCodeAt(i + 1) << 16)
-      h1 = mixLane1(h1, block)
-      h2 = mixLane2(h2, block)
-    }
-    if (i < length) {
-      const block = key.charCodeAt(i)
-      h1 = mixLane1(h1, block)
-      h2 = mixLane2(h2, block)
-    }
-    h1 = fmix32(h1 ^ length)
-    h2 = fmix32(h2 ^ length)
+    const lanes = hashLanes(key, this.#seed1, this.#seed2, this.#lanes)
+    const h1 = lanes[0] as number
+    const h2 = lanes[1] as number
 
     const cells = this.#cells
     const slots = this.#slots
@@ -57,6 +44,29 @@ export class KeyHasher {
     }
     return cells
   }
+}
+
+/**
+ * `key`'s two 32-bit lanes from the seeds `h1` and `h2`, written into `out` (reused, so the hot
+ * path allocates nothing): out[0] and out[1].
+ */
+export function hashLanes(key: string, h1: number, h2: number, out: Int32Array): Int32Array {
+  const length = key.length
+  let i = 0
+  // Two UTF-16 code units per 32-bit block: every string maps to a distinct block sequence.
+  for (; i + 1 < length; i += 2) {
+    const block = key.charCodeAt(i) | (key.charCodeAt(i + 1) << 16)
+    h1 = mixLane1(h1, block)
+    h2 = mixLane2(h2, block)
+  }
+  if (i < length) {
+    const block = key.charCodeAt(i)
+    h1 = mixLane1(h1, block)
+    h2 = mixLane2(h2, block)
+  }
+  out[0] = fmix32(h1 ^ length)
+  out[1] = fmix32(h2 ^ length)
+  return out
 }
 
 function mixLane1(h: number, block: number): number {
@@ -79,7 +89,7 @@ function mixLane2(h: number, block: number): number {
 }
 
 /** murmur3's finaliser: every input bit affects every output bit. */
-function fmix32(h: number): number {
+export function fmix32(h: number): number {
   h ^= h >>> 16
   h = Math.imul(h, 0x85ebca6b)
   h ^= h >>> 13

@@ -3,6 +3,7 @@ import { ConfigError } from '../errors.js'
 import { CountMinSketch } from './count-min.js'
 import { checkCount, checkShape, type SketchShape } from './shape.js'
 
+/** Options of `new RateEstimator(options)`: the sketch shape and the interval. */
 export interface RateEstimatorOptions extends Partial<SketchShape> {
   /** Length of one interval: milliseconds or a duration string such as `'1s'`. */
   interval: number | string

@@ -107,7 +107,8 @@ describe('SketchStore', () => {
     const store = new SketchStore({ hashes: 4, slots: 1024, now: () => 0 })
     store.consume('first', set, 1)
     const bytes = store.bytes
-    expect(bytes).toBe(2 * 4 * 1024 * 8)
+    // One sketch per sub-window kept: precision (10 by default) + 1.
+    expect(bytes).toBe(11 * 4 * 1024 * 8)
     for (let i = 0; i < 50_000; i++) store.consume(`client:${i}`, set, 1)
     expect(store.bytes).toBe(bytes)
   })

@@ -1,11 +1,12 @@
 import { type AlgorithmState, type Outcome, peekOutcome } from '../algorithms/index.js'
 import { ConfigError } from '../errors.js'
-import type { PolicySet } from '../policy.js'
+import type { AlgorithmName, PolicySet } from '../policy.js'
 import { evaluate, type Store } from '../store.js'
 import { KeyHasher } from './hash.js'
 import { checkShape, type SketchShape } from './shape.js'
 import { type Credit, WindowedSketch } from './windowed-sketch.js'
 
+/** Options of `new SketchStore(options)`: the sketch shape and the clock. */
 export interface SketchStoreOptions extends Partial<SketchShape> {
   /** The clock, in epoch milliseconds. Default `Date.now`. */
   now?: () => number
@@ -16,6 +17,8 @@ interface SetState {
   /** Keys reset while their counts are still inside a window: what to subtract, per policy. */
   readonly credits: Map<string, readonly Credit[]>
 }
+
+const WINDOW_ALGORITHMS: readonly AlgorithmName[] = Object.freeze(['fixed-window', 'sliding-window'])
 
 /** Stale credits looked at per reset: keeps them trim without a timer. */
 const SWEEP_PER_RESET = 2
@@ -31,6 +34,8 @@ const SWEEP_PER_RESET = 2
  * counted and subtracts that from its later estimates in the same windows.
  */
 export class SketchStore implements Store {
+  /** Counts in shared cells have no per-key state for the other algorithms. */
+  readonly algorithms = WINDOW_ALGORITHMS
   readonly #shape: Required<SketchShape>
   readonly #hasher: KeyHasher
   readonly #now: () => number

@@ -7,12 +7,13 @@
  * them to it.
  *
  * KEYS: every request's keys in request order, one per policy; on a Cluster all in one slot.
- * ARGV: two per request: the policies, six little-endian doubles each (algorithm code, limit,
- *       window, burst, precision, maxDelay; built once per policy set by the store; its length
+ * ARGV: two per request: the policies, seven little-endian doubles each (algorithm code, limit,
+ *       window, burst, precision, maxDelay, blockFor; built once per policy set by the store; its length
  *       says how many of KEYS are the request's), then the cost, or 'peek'. Optional last (an
  *       odd count): now in epoch ms (tests); without it the script reads the server's TIME, once.
  * Reply: one binary string of little-endian doubles, per request in order: all-allowed (1|0),
- *        then per policy allowed (1|0), remaining, resetAfter, retryAfter, delay.
+ *        then per policy allowed (1|0), remaining, resetAfter, retryAfter, delay; an admitted
+ *        policy with nothing remaining sends core's nextAfter in the retryAfter slot.
  * State: one string per key, the algorithm's numbers as little-endian doubles (exact, and read
  *        with one C call each, where text needs parsing and formatting).
  * Writes: PSETEX with resetAfter + 1 s, or SETRANGE in place when a fixed-window or
@@ -40,6 +41,22 @@ local function floorUnits(units)
   return math.floor(units + 1e-6)
 end
 
+-- As core's timeUntilBelow (sliding-window): the estimate falls linearly while the oldest
+-- sub-window slides out, then the next one: walk those segments until \`need\` has drained.
+local function untilBelow(counts, left, size, need)
+  local elapsed = 0
+  for j = 1, #counts do
+    local count = counts[j]
+    local span = size
+    if j == 1 then span = left end
+    local drop = (count * span) / size
+    if count > 0 and drop >= need - 1e-9 then return ceilMs(elapsed + (need * size) / count) end
+    need = need - drop
+    elapsed = elapsed + span
+  end
+  return ceilMs(elapsed)
+end
+
 -- The policies of the request being decided (read by decide).
 local policies
 local requests = math.floor(#ARGV / 2)
@@ -52,14 +69,42 @@ else
   now = time[1] * 1000 + math.floor(time[2] / 1000)
 end
 
--- Policy i (its six doubles start at byte 48 i - 47), its stored state (or false) and cost c:
+-- As core's blocking(): a policy with blockFor (its seventh double) keeps until when the key is
+-- blocked before the algorithm's state. While blocked, every request is denied; a request
+-- (c > 0) the algorithm denies starts a block, and then (eighth value) the state must be
+-- written although the request is denied. Called by decide, which it calls back for the
+-- algorithm's own decision (\`bare\`).
+local decide
+local function decideBlocking(i, state, c, blockFor)
+  local blockedUntil, inner = 0, false
+  if state then
+    blockedUntil = struct.unpack('<d', state)
+    if #state > 8 then inner = string.sub(state, 9) end
+  end
+  if blockedUntil > now then
+    local _, _, quotaReset = decide(i, inner, 0, true)
+    return false, 0, math.max(blockedUntil - now, quotaReset), blockedUntil - now, 0
+  end
+  local ok, remaining, resetAfter, retryAfter, delay, next, keep = decide(i, inner, c, true)
+  if ok then
+    if next then next = struct.pack('<d', blockedUntil) .. next end
+    return ok, remaining, resetAfter, retryAfter, delay, next, keep
+  end
+  if c == nil or c == 0 then return ok, remaining, resetAfter, retryAfter, delay end
+  local blocked = struct.pack('<d', now + blockFor) .. (inner or '')
+  return false, 0, math.max(resetAfter, blockFor), math.max(retryAfter, blockFor), 0, blocked, false, true
+end
+
+-- Policy i (its seven doubles start at byte 56 i - 55), its stored state (or false) and cost c
+-- (with blockFor, through decideBlocking unless \`bare\`):
 -- allowed, remaining, resetAfter, retryAfter, delay; when admitted with c > 0 also the state to
 -- write and \`keep\`: true when the key already holds a state of the same (sub-)window, whose
 -- expiry is then exactly the one this write would set, so the new state (same length) overwrites
 -- it in place with SETRANGE. One function with every algorithm inline: Redis runs this whole
 -- body on each call, and each closure costs.
-local function decide(i, state, c)
-  local code, limit, window, burst, precision, maxDelay = struct.unpack('<dddddd', policies, 48 * i - 47)
+decide = function(i, state, c, bare)
+  local code, limit, window, burst, precision, maxDelay, blockFor = struct.unpack('<ddddddd', policies, 56 * i - 55)
+  if blockFor > 0 and not bare then return decideBlocking(i, state, c, blockFor) end
 
   if code == 1 then
     -- fixed-window; state: start, count
@@ -71,11 +116,14 @@ local function decide(i, state, c)
       if s == start then count, keep = n, true end
     end
     local windowLeft = start + window - now
-    if count + c > limit then return false, limit - count, windowLeft, math.max(windowLeft, 1), 0 end
+    if count + c > limit then return false, math.max(0, limit - count), windowLeft, math.max(windowLeft, 1), 0 end
     local nextCount = count + c
     local resetAfter = windowLeft
     if nextCount == 0 then resetAfter = 0 end
-    return true, limit - nextCount, resetAfter, 0, 0, struct.pack('<dd', start, nextCount), keep
+    -- With nothing left, the retryAfter slot of an admission carries core's nextAfter.
+    local nextAfter = 0
+    if nextCount == limit then nextAfter = windowLeft end
+    return true, limit - nextCount, resetAfter, nextAfter, 0, struct.pack('<dd', start, nextCount), keep
   end
 
   if code == 2 then
@@ -93,10 +141,12 @@ local function decide(i, state, c)
       for j = shift, precision do counts[j - shift + 1] = struct.unpack('<d', state, 9 + 8 * j) end
       keep = stored == start
     end
-    -- left: the part of the oldest sub-window still inside; the estimate weights it by that.
+    -- left: the part of the oldest sub-window still inside; the estimate weights it by that. The
+    -- whole counts are summed first, as core's running total has them, so the floats agree.
     local left = start + size - now
-    local estimate = (counts[1] * left) / size
-    for j = 2, #counts do estimate = estimate + counts[j] end
+    local whole = 0
+    for j = 2, #counts do whole = whole + counts[j] end
+    local estimate = (counts[1] * left) / size + whole
     local ok, remaining, retryAfter, next = true, 0, 0, nil
     if estimate + c > limit + 1e-9 then
       -- The estimate falls linearly while the oldest sub-window slides out, then the next one:
@@ -116,14 +166,15 @@ local function decide(i, state, c)
         elapsed = elapsed + span
       end
       ok, remaining, retryAfter = false, floorUnits(limit - estimate), math.max(retryAfter or ceilMs(elapsed), 1)
-    elseif c == 0 then
-      remaining = floorUnits(limit - estimate)
     else
-      counts[precision + 1] = counts[precision + 1] + c
+      if c > 0 then
+        counts[precision + 1] = counts[precision + 1] + c
+        local layout = '<ddd'
+        if precision > 1 then layout = '<' .. string.rep('d', precision + 2) end
+        next = struct.pack(layout, start, unpack(counts))
+      end
       remaining = floorUnits(limit - estimate - c)
-      local layout = '<ddd'
-      if precision > 1 then layout = '<' .. string.rep('d', precision + 2) end
-      next = struct.pack(layout, start, unpack(counts))
+      if remaining == 0 then retryAfter = math.max(1, untilBelow(counts, left, size, estimate + c + 1 - limit)) end
     end
     -- resetAfter: when the newest non-empty sub-window (after this request) has slid out.
     local resetAfter = 0
@@ -157,12 +208,23 @@ local function decide(i, state, c)
         j = j + 1
       end
       local leaves = s[2 * (j - 1) - 1] + window - now
-      return false, limit - used, newest + window - now, math.max(leaves, 1), 0
+      return false, math.max(0, limit - used), newest + window - now, math.max(leaves, 1), 0
+    end
+    -- With nothing left after this request: when enough of the oldest entries leave to free one
+    -- unit (the request's own entry, at now, being the newest).
+    local nextAfter = 0
+    if used + c == limit then
+      local excess, j = 1, first
+      while excess > 0 and j <= n do
+        excess = excess - s[2 * j]
+        j = j + 1
+      end
+      if excess > 0 then nextAfter = window else nextAfter = math.max(1, s[2 * (j - 1) - 1] + window - now) end
     end
     if c == 0 then
       local resetAfter = 0
       if newest then resetAfter = newest + window - now end
-      return true, limit - used, resetAfter, 0, 0
+      return true, limit - used, resetAfter, nextAfter, 0
     end
     -- The pairs still inside the window are a byte range of the old state: kept as they are.
     local kept
@@ -173,7 +235,7 @@ local function decide(i, state, c)
     else
       kept = struct.pack('<dd', now, c)
     end
-    return true, limit - used - c, window, 0, 0, kept
+    return true, limit - used - c, window, nextAfter, 0, kept
   end
 
   if code == 4 then
@@ -192,7 +254,10 @@ local function decide(i, state, c)
     end
     local delay = 0
     if nextTokens < 0 then delay = ceilMs(-nextTokens / limit) end
-    return true, math.max(0, math.floor(nextTokens / window)), ceilMs((capacity - nextTokens) / limit), 0, delay,
+    local remaining = math.max(0, math.floor(nextTokens / window))
+    local nextAfter = 0
+    if remaining == 0 then nextAfter = math.max(1, ceilMs((window - nextTokens) / limit)) end
+    return true, remaining, ceilMs((capacity - nextTokens) / limit), nextAfter, delay,
       struct.pack('<dd', nextTokens, now)
   end
 
@@ -206,8 +271,11 @@ local function decide(i, state, c)
     return false, floorUnits((tolerance - backlog) / interval), ceilMs(backlog),
       math.max(ceilMs(nextBacklog - tolerance - maxDelay), 1), 0
   end
-  return true, floorUnits((tolerance - nextBacklog) / interval), ceilMs(nextBacklog), 0,
-    ceilMs(nextBacklog - tolerance), struct.pack('<d', now + nextBacklog)
+  local remaining = floorUnits((tolerance - nextBacklog) / interval)
+  local nextAfter = 0
+  if remaining == 0 then nextAfter = math.max(1, ceilMs(nextBacklog + interval - tolerance)) end
+  return true, remaining, ceilMs(nextBacklog), nextAfter, ceilMs(nextBacklog - tolerance),
+    struct.pack('<d', now + nextBacklog)
 end
 
 -- Decides one request whose n keys follow the first k of KEYS, at cost c (nil: peek), and
@@ -216,8 +284,11 @@ local function request(k, n, c)
   if n == 1 and c then
     -- The common case, without a table.
     local key = KEYS[k + 1]
-    local ok, remaining, resetAfter, retryAfter, delay, state, keep = decide(1, redis.call('GET', key), c)
-    if not ok then return struct.pack('<dddddd', 0, 0, remaining, resetAfter, retryAfter, delay) end
+    local ok, remaining, resetAfter, retryAfter, delay, state, keep, blocks = decide(1, redis.call('GET', key), c)
+    if not ok then
+      if blocks then redis.call('PSETEX', key, string.format('%d', resetAfter + EXPIRY_SLACK_MS), state) end
+      return struct.pack('<dddddd', 0, 0, remaining, resetAfter, retryAfter, delay)
+    end
     if c > 0 then
       if keep then
         redis.call('SETRANGE', key, '0', state)
@@ -233,17 +304,19 @@ local function request(k, n, c)
   local stored = redis.call('MGET', unpack(KEYS, k + 1, k + n))
   -- reply[1]: all allowed; then five values per policy, from reply[5 i - 3].
   local reply = { 1 }
-  local writes, keeps = {}, {}
+  local writes, keeps, blocks = {}, {}, {}
   for i = 1, n do
     local at = 5 * i - 3
     local ok, remaining, resetAfter, retryAfter, delay
     if c then
-      ok, remaining, resetAfter, retryAfter, delay, writes[i], keeps[i] = decide(i, stored[i], c)
+      ok, remaining, resetAfter, retryAfter, delay, writes[i], keeps[i], blocks[i] = decide(i, stored[i], c)
     else
       -- As peekOutcome: the quota left (a cost-0 step), and when a cost-1 request would pass.
-      local _
+      -- An admitted peek carries the cost-0 step's nextAfter in the retryAfter slot, as peekOutcome.
+      local _, nextAfter
       ok, _, _, retryAfter = decide(i, stored[i], 1)
-      _, remaining, resetAfter = decide(i, stored[i], 0)
+      _, remaining, resetAfter, nextAfter = decide(i, stored[i], 0)
+      if ok then retryAfter = nextAfter end
       delay = 0
     end
     if ok then reply[at] = 1 else reply[at] = 0; reply[1] = 0 end
@@ -251,6 +324,12 @@ local function request(k, n, c)
   end
 
   if reply[1] == 0 then
+    -- A denial writes nothing, except the state of a policy whose denial starts a block.
+    for i = 1, n do
+      if blocks[i] then
+        redis.call('PSETEX', KEYS[k + i], string.format('%d', reply[5 * i - 1] + EXPIRY_SLACK_MS), writes[i])
+      end
+    end
     if c then
       -- As core's evaluate: nothing is taken, so the policies that would have admitted report
       -- their quota untouched (a cost-0 step).
@@ -286,7 +365,7 @@ end
 local replies, k = {}, 0
 for r = 1, requests do
   policies = ARGV[2 * r - 1]
-  local n = #policies / 48
+  local n = #policies / 56
   local c = 1
   if ARGV[2 * r] ~= '1' then c = tonumber(ARGV[2 * r]) end
   replies[r] = request(k, n, c)

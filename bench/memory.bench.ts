@@ -1,0 +1,100 @@
+/**
+ * Heap bytes per key: how much the heap grows (after full garbage collections) when a store
+ * holds N keys, each decided once. sluice's MemoryStore (each algorithm, one policy; the default
+ * sliding window also with two) beside express-rate-limit's MemoryStore and rate-limiter-flexible's
+ * RateLimiterMemory. The key strings are made before the first measurement, so no row pays for
+ * them (every store keeps a reference to its keys). Each row runs in a fresh process.
+ *
+ *   pnpm bench:memory [--keys 100000] [--rounds 3]
+ */
+import { execFileSync } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { ALGORITHMS, type AlgorithmName, createLimiter, MemoryStore, type PolicyOptions } from '@sluice/core'
+import { MemoryStore as ErlMemoryStore } from 'express-rate-limit'
+import { RateLimiterMemory } from 'rate-limiter-flexible'
+
+const args = process.argv.slice(2)
+const option = (name: string, fallback: string) => {
+  const index = args.indexOf(`--${name}`)
+  return index === -1 ? fallback : (args[index + 1] as string)
+}
+const KEYS = Number(option('keys', '100000'))
+const ROUNDS = Number(option('rounds', '3'))
+
+const ERL = 'express-rate-limit MemoryStore'
+const RLF = 'rate-limiter-flexible RateLimiterMemory'
+const sluice = (algorithm: AlgorithmName, policies: 1 | 2) =>
+  `sluice ${algorithm}, ${policies} ${policies === 1 ? 'policy' : 'policies'}`
+const NAMES = [...ALGORITHMS.map((a) => sluice(a, 1)), sluice('sliding-window', 2), sluice('sliding-log', 2), ERL, RLF]
+
+/** One contender's decide function, by name (limits high: every key is admitted). */
+function contender(name: string): (key: string) => Promise<unknown> {
+  if (name === ERL) {
+    const store = new ErlMemoryStore()
+    store.init({ windowMs: 60_000 } as never)
+    return (key) => store.increment(key)
+  }
+  if (name === RLF) {
+    const limiter = new RateLimiterMemory({ points: 100, duration: 60 })
+    return (key) => limiter.consume(key)
+  }
+  const algorithm = ALGORITHMS.find((a) => name === sluice(a, 1) || name === sluice(a, 2)) as AlgorithmName
+  const minute: PolicyOptions = { limit: 100, window: 60_000, algorithm }
+  const second: PolicyOptions = { limit: 10, window: 1_000, algorithm, name: 'burst' }
+  const limits = name === sluice(algorithm, 1) ? [minute] : [minute, second]
+  const limiter = createLimiter({ limits, store: new MemoryStore({ maxKeys: 2 * KEYS }) })
+  return (key) => limiter.consume(key)
+}
+
+/** Heap in use after full collections (twice: weak references and finalizers settle). */
+function heapUsed(): number {
+  const gc = (globalThis as { gc?: () => void }).gc
+  if (gc === undefined) throw new Error('run with node --expose-gc (pnpm bench:memory does)')
+  gc()
+  gc()
+  return process.memoryUsage().heapUsed
+}
+
+async function measureOne(name: string): Promise<void> {
+  const keys = Array.from({ length: KEYS }, (_, i) => `198.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`)
+  const decide = contender(name)
+  // Warm the code on keys the count does not include, so compiled code is not counted as state.
+  for (let i = 0; i < 1000; i++) await decide(`warm-${i}`)
+  const before = heapUsed()
+  for (const key of keys) await decide(key)
+  const after = heapUsed()
+  console.log((after - before) / KEYS)
+  // Keep the store and keys alive until after the measurement.
+  if (keys.length < 0) console.log(decide)
+  process.exit(0)
+}
+
+if (args.includes('--one')) {
+  await measureOne(option('one', ''))
+} else {
+  const script = fileURLToPath(import.meta.url)
+  const samples = new Map<string, number[]>(NAMES.map((n) => [n, []]))
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const name of NAMES) {
+      const output = execFileSync(
+        process.execPath,
+        ['--expose-gc', '--import', 'tsx', '--conditions=source', script, '--one', name, '--keys', String(KEYS)],
+        { encoding: 'utf8' },
+      )
+      samples.get(name)?.push(Number(output.trim().split('\n').pop()))
+    }
+    process.stderr.write(`round ${round + 1}/${ROUNDS} done\n`)
+  }
+  const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number
+  const bytes = (name: string) => median(samples.get(name) as number[])
+  console.log(`node ${process.version}; heap growth for ${KEYS} keys, one decision each; median of ${ROUNDS} rounds\n`)
+  console.log('| store | bytes/key | vs express-rate-limit | vs rate-limiter-flexible |')
+  console.log('|---|---:|---:|---:|')
+  for (const name of NAMES) {
+    const own = bytes(name)
+    console.log(
+      `| ${name} | ${own.toFixed(0)} | ${(own / bytes(ERL)).toFixed(2)}× | ${(own / bytes(RLF)).toFixed(2)}× |`,
+    )
+  }
+  console.log('\n"vs" columns: this row\'s bytes ÷ the peer\'s (below 1: this row holds less).')
+}

@@ -1,0 +1,10 @@
+export { RateLimiterObject } from './object.js'
+export type { LimiterRequest, LimiterResponse } from './protocol.js'
+export type { DurableObjectStoreOptions } from './store.js'
+export { DURABLE_OBJECT_STORE_OPTION_NAMES, DurableObjectStore } from './store.js'
+export type {
+  DurableObjectNamespaceLike,
+  DurableObjectStateLike,
+  DurableObjectStorageLike,
+  DurableObjectStubLike,
+} from './types.js'

@@ -1,0 +1,98 @@
+// RateLimiterObject in Node, on a storage of our own with no input gate: the object's own logic
+// must keep a key's decisions in order. The workerd tests (test/edge/durable-object.test.ts) run
+// it on the real runtime.
+import { type Outcome, parsePolicies } from '@sluice/core'
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { FakeStorage } from './fake-storage.test-util.js'
+import { RateLimiterObject } from './object.js'
+import { type LimiterRequest, PROTOCOL_URL } from './protocol.js'
+
+const T0 = Date.UTC(2026, 0, 1)
+const { policies } = parsePolicies([{ limit: 10, window: 1000, algorithm: 'fixed-window' }])
+
+function setup() {
+  const storage = new FakeStorage()
+  const object = new RateLimiterObject({ storage })
+  const send = async (body: unknown) => {
+    const response = await object.fetch(new Request(PROTOCOL_URL, { method: 'POST', body: JSON.stringify(body) }))
+    return { status: response.status, body: response.status === 200 ? await response.json() : await response.text() }
+  }
+  const call = async (request: Partial<LimiterRequest>) =>
+    (await send({ op: 'consume', key: 'k', policies, cost: 1, now: T0, ...request })).body as Outcome[] | null
+  return { storage, object, send, call }
+}
+
+beforeEach(() => {
+  vi.useFakeTimers({ toFake: ['Date'] })
+  vi.setSystemTime(T0)
+})
+
+afterEach(() => {
+  vi.useRealTimers()
+})
+
+describe('RateLimiterObject', () => {
+  it('decides a cold key exactly when calls interleave with its first read', async () => {
+    const { storage, call } = setup()
+    const outcomes = (await Promise.all(Array.from({ length: 25 }, () => call({})))).map((o) => o?.[0])
+    expect(outcomes.filter((o) => o?.allowed).length).toBe(10)
+    expect(outcomes.map((o) => o?.remaining).slice(0, 10)).toEqual([9, 8, 7, 6, 5, 4, 3, 2, 1, 0])
+    expect(storage.reads).toBe(1)
+  })
+
+  it('reads a key from storage once, then decides from memory, writing each change', async () => {
+    const { storage, call } = setup()
+    await call({ cost: 3 })
+    await call({ cost: 3 })
+    expect(storage.reads).toBe(1)
+    const stored = storage.data.get('k:k') as { expiries: Record<string, number>; sweepAt: number }
+    expect(stored.expiries).toEqual({ [policies[0]!.id]: T0 + 1000 })
+    expect(stored.sweepAt).toBe(T0 + 1000 + 60_000)
+    expect(storage.alarm).toBe(T0 + 61_000)
+  })
+
+  it('starts from storage after a restart', async () => {
+    const first = setup()
+    await first.call({ cost: 7 })
+    const second = new RateLimiterObject({ storage: first.storage })
+    const response = await second.fetch(
+      new Request(PROTOCOL_URL, {
+        method: 'POST',
+        body: JSON.stringify({ op: 'peek', key: 'k', policies, now: T0 + 10 }),
+      }),
+    )
+    expect(((await response.json()) as Outcome[])[0]?.remaining).toBe(3)
+  })
+
+  it('answers 400 to a malformed call', async () => {
+    const { send } = setup()
+    expect(await send('nope')).toEqual({ status: 400, body: 'the body must be a JSON object' })
+    expect((await send({ op: 'drop', key: 'k', policies })).status).toBe(400)
+    expect((await send({ op: 'peek', key: 1, policies })).body).toBe('key must be a string')
+    expect((await send({ op: 'peek', key: 'k', policies: [] })).body).toBe('policies must be a non-empty array')
+    expect((await send({ op: 'consume', key: 'k', policies, cost: 'x' })).body).toBe('cost must be a finite number')
+  })
+
+  it('deletes a key whose last policy is reset, and what an alarm finds past its sweep time', async () => {
+    const { storage, object, call } = setup()
+    await call({ key: 'reset' })
+    await call({ key: 'reset', op: 'reset' })
+    expect(storage.data.has('k:reset')).toBe(false)
+
+    // 1500 keys (two pages of the sweep): the first 1000 written at T0, the rest 30 s later.
+    for (let i = 0; i < 1500; i++) {
+      if (i === 1000) vi.setSystemTime(T0 + 30_000)
+      await call({ key: `key-${String(i).padStart(4, '0')}`, now: Date.now() })
+    }
+    expect(storage.alarm).toBe(T0 + 61_000)
+    vi.setSystemTime(T0 + 61_000)
+    await object.alarm()
+    expect(storage.data.size).toBe(500)
+    expect(storage.alarm).toBe(T0 + 91_000)
+    vi.setSystemTime(T0 + 91_000)
+    await object.alarm()
+    expect(storage.data.size).toBe(0)
+    // Nothing left: no alarm is set again (the runtime clears the one that fired).
+    expect(storage.alarm).toBe(T0 + 91_000)
+  })
+})

@@ -1,0 +1,36 @@
+import type { Outcome, Policy } from '@sluice/core'
+
+/**
+ * One call from a `DurableObjectStore` to a `RateLimiterObject`: a JSON body POSTed to the
+ * object's `fetch`. `now` is the caller's clock when the store was given one (tests); otherwise
+ * the object reads its own.
+ */
+export type LimiterRequest =
+  | { op: 'consume'; key: string; policies: readonly Policy[]; cost: number; now?: number }
+  | { op: 'peek'; key: string; policies: readonly Policy[]; now?: number }
+  | { op: 'reset'; key: string; policies: readonly Policy[]; now?: number }
+  | { op: 'refund'; key: string; policies: readonly Policy[]; cost: number; admittedAt?: number; now?: number }
+  | { op: 'penalize'; key: string; policies: readonly Policy[]; cost: number; now?: number }
+  | { op: 'block'; key: string; policies: readonly Policy[]; duration: number; now?: number }
+
+/** What the object answers: the outcomes, aligned with the policies, for consume and peek; null otherwise. */
+export type LimiterResponse = readonly Outcome[] | null
+
+/** The URL the store POSTs to; the object ignores it (a stub's fetch needs an absolute URL). */
+export const PROTOCOL_URL = 'https://sluice.durable-object/'
+
+const OPS: ReadonlySet<string> = new Set(['consume', 'peek', 'reset', 'refund', 'penalize', 'block'])
+
+/** The request if `body` is one, else a sentence saying what is wrong with it. */
+export function parseRequest(body: unknown): LimiterRequest | string {
+  if (body === null || typeof body !== 'object') return 'the body must be a JSON object'
+  const { op, key, policies } = body as Record<string, unknown>
+  if (typeof op !== 'string' || !OPS.has(op)) return `op must be one of ${[...OPS].join(', ')}`
+  if (typeof key !== 'string') return 'key must be a string'
+  if (!Array.isArray(policies) || policies.length === 0) return 'policies must be a non-empty array'
+  for (const name of ['cost', 'duration', 'now', 'admittedAt']) {
+    const value = (body as Record<string, unknown>)[name]
+    if (value !== undefined && !Number.isFinite(value)) return `${name} must be a finite number`
+  }
+  return body as LimiterRequest
+}

@@ -1,0 +1,33 @@
+import type { Policy } from '../policy.js'
+import type { Outcome } from './outcome.js'
+
+/**
+ * An algorithm run on a state that a store owns and changes in place (MemoryStore), with the
+ * transition's decisions: `decide` answers without changing anything, and `take` then applies an
+ * admitted cost. No state object per request, and each step is O(1) amortised (the sliding
+ * window keeps a running total, the sliding log a head index), whatever the precision or limit.
+ */
+export interface Meter<M extends Kept> {
+  /** What the transition's outcome would be for this state (undefined: a new or expired key). */
+  decide(state: M | undefined, now: number, policy: Policy, cost: number): Outcome
+  /**
+   * Applies `cost` that `decide` admitted at the same `now`: the state changed in place, or a new
+   * one (expiry 0). `spare`, with no live state: an expired state of the same policy to write the
+   * new one into, so a key whose state expires between requests does not make a new object each
+   * time (objects that have lived long are the costly garbage).
+   */
+  take(state: M | undefined, now: number, policy: Policy, cost: number, spare?: M): M
+  /** The state as the pure functions (refund, penalize) read it; may be the same object. */
+  toState(state: M): unknown
+  /** A state the pure functions returned, as this meter keeps it (expiry 0). */
+  fromState(state: unknown): M
+}
+
+/**
+ * What every state a meter keeps carries for its store: when the state is back to full quota
+ * (epoch ms), and so reads as no state at all. Kept in the state object itself, one load fewer
+ * per decision than a separate array of expiries.
+ */
+export interface Kept {
+  expiry: number
+}

@@ -1,0 +1,95 @@
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import { ALGORITHMS, type AlgorithmName, parsePolicy } from '../policy.js'
+import { type AlgorithmState, type Kept, meters, step } from './index.js'
+
+const policyArb = (algorithm: AlgorithmName) =>
+  fc
+    .record({
+      limit: fc.integer({ min: 1, max: 40 }),
+      window: fc.constantFrom(100, 250, 1000, 1500),
+      burst: fc.integer({ min: 1, max: 20 }),
+      precision: fc.constantFrom(1, 2, 5, 10),
+      maxDelay: fc.constantFrom(0, 100, 700),
+    })
+    .map(({ limit, window, burst, precision, maxDelay }) =>
+      parsePolicy({
+        limit,
+        window,
+        algorithm,
+        ...(algorithm === 'gcra' || algorithm === 'token-bucket' ? { burst, maxDelay } : {}),
+        ...(algorithm === 'sliding-window' ? { precision } : {}),
+      }),
+    )
+
+/** Steps of clock moves (some backwards, as NTP may) and costs; cost 0 is a report. */
+const stepsArb = fc.array(
+  fc.record({ gap: fc.integer({ min: -30, max: 400 }), cost: fc.integer({ min: 0, max: 4 }) }),
+  { minLength: 1, maxLength: 200 },
+)
+
+/** The state as the transitions keep it, without what a meter adds (running totals, head, expiry). */
+function plain(algorithm: AlgorithmName, state: AlgorithmState): unknown {
+  if (state === undefined) return undefined
+  const meter = meters[algorithm]
+  const { expiry: _e, total: _t, head: _h, used: _u, ...rest } = meter.toState(state as Kept) as Record<string, unknown>
+  return rest
+}
+
+describe('meters decide as the transitions do', () => {
+  for (const algorithm of ALGORITHMS) {
+    it(`${algorithm}: same outcomes and states over random steps`, () => {
+      fc.assert(
+        fc.property(policyArb(algorithm), stepsArb, (policy, steps) => {
+          let now = 1_000_000
+          let state: AlgorithmState | undefined
+          let kept: Kept | undefined
+          const meter = meters[algorithm]
+          for (const { gap, cost } of steps) {
+            now += gap
+            const result = step(state, now, policy, cost)
+            expect(meter.decide(kept, now, policy, cost)).toEqual(result.outcome)
+            if (result.outcome.allowed && cost > 0) {
+              state = result.state
+              kept = meter.take(kept, now, policy, cost)
+              expect(plain(algorithm, kept)).toEqual(plain(algorithm, state))
+            }
+          }
+        }),
+        { numRuns: 200 },
+      )
+    })
+  }
+
+  for (const algorithm of ALGORITHMS) {
+    it(`${algorithm}: a spare (an expired or reset state) is rewritten as a new state would be`, () => {
+      fc.assert(
+        fc.property(policyArb(algorithm), stepsArb, fc.integer({ min: 1, max: 4 }), (policy, steps, cost) => {
+          const meter = meters[algorithm]
+          let now = 1_000_000
+          let spare: Kept | undefined
+          for (const step of steps) {
+            now += Math.max(0, step.gap)
+            if (step.cost > 0 && meter.decide(spare, now, policy, step.cost).allowed) {
+              spare = meter.take(spare, now, policy, step.cost)
+            }
+          }
+          const fresh = meter.take(undefined, now, policy, cost)
+          const reused = meter.take(undefined, now, policy, cost, spare)
+          expect(plain(algorithm, reused)).toEqual(plain(algorithm, fresh))
+          if (spare !== undefined) expect(reused).toBe(spare)
+        }),
+        { numRuns: 100 },
+      )
+    })
+  }
+
+  it('sliding-log: a long run keeps the log compact (entries before head are dropped)', () => {
+    const policy = parsePolicy({ limit: 1000, window: 1000, algorithm: 'sliding-log' })
+    const meter = meters['sliding-log']
+    let kept: Kept | undefined
+    for (let now = 0; now < 20_000; now += 2) kept = meter.take(kept, now, policy, 1)
+    const { times } = kept as unknown as { times: number[] }
+    expect(times.length).toBeLessThanOrEqual(2 * 500 + 32)
+  })
+})

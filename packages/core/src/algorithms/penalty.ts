@@ -1,0 +1,65 @@
+import type { Policy } from '../policy.js'
+import type { BlockState } from './block.js'
+import type { FixedWindowState } from './fixed-window.js'
+import type { GcraState } from './gcra.js'
+import type { SlidingLogState } from './sliding-log.js'
+import type { SlidingWindowState } from './sliding-window.js'
+import type { TokenBucketState } from './token-bucket.js'
+
+/**
+ * Takes `cost` units whatever the limit says (rate-limiter-flexible's `penalty`): the state a
+ * consume of `cost` would write, as if it had been admitted. The count may go past the limit;
+ * the key is then denied until enough of it has drained, as each algorithm drains.
+ */
+export type Penalty<S> = (state: S | undefined, now: number, policy: Policy, cost: number) => S
+
+export const penalizeFixedWindow: Penalty<FixedWindowState> = (state, now, { window }, cost) => {
+  const start = now - (now % window)
+  const count = state !== undefined && state.start === start ? state.count : 0
+  return { start, count: count + cost }
+}
+
+export const penalizeSlidingWindow: Penalty<SlidingWindowState> = (state, now, { window, precision }, cost) => {
+  const size = window / precision
+  const start = now - (now % size)
+  const shift = state === undefined ? precision + 1 : Math.max(0, (start - state.start) / size)
+  const counts: number[] = []
+  for (let i = 0; i <= precision; i++) {
+    counts.push(i + shift <= precision ? ((state as SlidingWindowState).counts[i + shift] as number) : 0)
+  }
+  counts[precision] = (counts[precision] as number) + cost
+  return { start, counts }
+}
+
+export const penalizeSlidingLog: Penalty<SlidingLogState> = (state, now, { window }, cost) => {
+  const times = state?.times ?? []
+  const costs = state?.costs ?? []
+  let first = 0
+  while (first < times.length && (times[first] as number) <= now - window) first++
+  const nextTimes = times.slice(first)
+  const nextCosts = costs.slice(first)
+  if (nextTimes.length > 0 && nextTimes[nextTimes.length - 1] === now) {
+    nextCosts[nextCosts.length - 1] = (nextCosts[nextCosts.length - 1] as number) + cost
+  } else {
+    nextTimes.push(now)
+    nextCosts.push(cost)
+  }
+  return { times: nextTimes, costs: nextCosts }
+}
+
+export const penalizeTokenBucket: Penalty<TokenBucketState> = (state, now, { limit, window, burst }, cost) => {
+  const capacity = burst * window
+  const elapsed = state === undefined ? 0 : Math.max(0, now - state.updated)
+  const tokens = state === undefined ? capacity : Math.min(capacity, state.tokens + elapsed * limit)
+  return { tokens: tokens - cost * window, updated: now }
+}
+
+export const penalizeGcra: Penalty<GcraState> = (state, now, { limit, window }, cost) => {
+  const backlog = state === undefined ? 0 : Math.max(0, state.tat - now)
+  return { tat: now + backlog + (window / limit) * cost }
+}
+
+/** A blocking policy's penalty goes to the algorithm's state; a block stays. */
+export function penalizeBlocking(penalize: Penalty<unknown>): Penalty<BlockState> {
+  return (state, now, policy, cost) => ({ until: state?.until ?? 0, inner: penalize(state?.inner, now, policy, cost) })
+}

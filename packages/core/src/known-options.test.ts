@@ -1,0 +1,77 @@
+import { describe, expect, it } from 'vitest'
+import { toMilliseconds } from './duration.js'
+import { ConfigError } from './errors.js'
+import type { Adapter } from './http/options.js'
+import { createRateLimitHandler } from './http/rate-limit.js'
+import { createLimiter, type LimiterOptions } from './limiter.js'
+import { MemoryStore, type MemoryStoreOptions } from './memory-store.js'
+import { parsePolicy } from './policy.js'
+
+function configError(fn: () => unknown): ConfigError {
+  try {
+    fn()
+  } catch (error) {
+    if (error instanceof ConfigError) return error
+    throw error
+  }
+  throw new Error('expected a ConfigError')
+}
+
+type Args = [request: { ip?: string }]
+const adapter: Adapter<Args> = { name: '@sluice/test', addressSource: 'ip', address: (r) => r.ip, status: () => 200 }
+
+/** Issue 13, defects 6 and 7. */
+describe('unknown options are rejected everywhere, with the same hints as rateLimit()', () => {
+  it('createLimiter', () => {
+    const error = configError(() => createLimiter({ limits: '10/min', windowMs: 60_000 } as LimiterOptions))
+    expect(error).toMatchObject({ field: 'windowMs', value: 60_000 })
+    expect(error.message).toMatch(/^windowMs is not an option of createLimiter\(\): set the window in limits/)
+    expect(error.message).toMatch(/known options: limits, store, onStoreError, timeout, maxDelay/)
+    expect(configError(() => createLimiter({ limits: '1/s', lmits: 2 } as never)).field).toBe('lmits')
+    expect(configError(() => createLimiter({ limits: '1/s', points: 5 } as never)).message).toMatch(
+      /limits: \['100\/1h'\]/,
+    )
+    // undefined reads as absent, as in rateLimit()
+    expect(() => createLimiter({ limits: '1/s', windowMs: undefined } as never)).not.toThrow()
+  })
+
+  it('MemoryStore: a misspelt option names the right one', () => {
+    const error = configError(() => new MemoryStore({ maxkeys: 10 } as MemoryStoreOptions))
+    expect(error.field).toBe('maxkeys')
+    expect(error.message).toMatch(/^maxkeys is not an option of MemoryStore: did you mean maxKeys\?/)
+    expect(configError(() => new MemoryStore({ ttl: 10 } as never)).message).toMatch(/nothing to set/)
+    expect(configError(() => new MemoryStore(null as never)).field).toBe('options')
+  })
+
+  it('legacyHeaders and standardHeaders hints follow the value given', () => {
+    const build = (options: object) => () => createRateLimitHandler(options as never, adapter)
+    expect(configError(build({ limits: '1/s', legacyHeaders: false })).message).toMatch(
+      /legacyHeaders is not an option of rateLimit\(\): X-RateLimit-\* headers are sent only with headers: 'legacy', so remove legacyHeaders/,
+    )
+    expect(configError(build({ limits: '1/s', legacyHeaders: true })).message).toMatch(/use headers: 'legacy'/)
+    expect(configError(build({ limits: '1/s', standardHeaders: false })).message).toMatch(/: use headers: false \(/)
+  })
+})
+
+describe('plural and long unit names', () => {
+  it.each([
+    ['100/minute', 100, 60_000],
+    ['100/minutes', 100, 60_000],
+    ['100/second', 100, 1000],
+    ['100/seconds', 100, 1000],
+    ['100/hours', 100, 3_600_000],
+    ['100/hour', 100, 3_600_000],
+    ['5/15 minutes', 5, 900_000],
+    ['10/days', 10, 86_400_000],
+    ['10/2 hrs', 10, 7_200_000],
+    ['10/500 milliseconds', 10, 500],
+  ])('%s', (text, limit, window) => {
+    expect(parsePolicy(text)).toMatchObject({ limit, window })
+  })
+
+  it('in every duration option, and still rejects what is not a unit', () => {
+    expect(toMilliseconds('timeout', '2 seconds')).toBe(2000)
+    expect(configError(() => parsePolicy('100/fortnight')).field).toBe('limit')
+    expect(configError(() => parsePolicy('100/constructor')).field).toBe('limit')
+  })
+})

@@ -1,0 +1,69 @@
+import { ConfigError } from './errors.js'
+
+/** What to write instead of an option of another limiter; a function when it depends on the value. */
+export type OptionHint = string | ((value: unknown) => string)
+
+/**
+ * Options that users of express-rate-limit, rate-limiter-flexible, hono-rate-limiter,
+ * koa-ratelimit and rate-limit-redis bring along, and what to write instead. Shared by every
+ * constructor that checks its options; a constructor adds its own with `hints`.
+ */
+export const FOREIGN_OPTION_HINTS: Readonly<Record<string, OptionHint>> = {
+  windowMs: "set the window in limits, e.g. limits: ['100/15min']",
+  max: "set the limit in limits, e.g. limits: ['100/15min']",
+  limit: "set the limit in limits, e.g. limits: ['100/15min']",
+  points: "set the limit in limits, e.g. limits: ['100/1h']",
+  duration: "set the window in limits, e.g. limits: ['100/1h']",
+  keyGenerator: 'use key: (request) => string',
+  id: 'use key: (ctx) => string',
+  handler: 'use onLimited',
+  standardHeaders: (value) =>
+    value === false
+      ? 'use headers: false'
+      : "use headers: 'draft-11' (the default) | 'draft-7' | 'draft-6' | 'legacy' | false",
+  // X-RateLimit-* are sent only with headers: 'legacy', so false asks for what already happens.
+  legacyHeaders: (value) =>
+    value === false
+      ? "X-RateLimit-* headers are sent only with headers: 'legacy', so remove legacyHeaders"
+      : "use headers: 'legacy' (X-RateLimit-* instead of the IETF RateLimit headers)",
+  status: 'use statusCode',
+  errorMessage: 'use message',
+  whitelist: 'use skip',
+  allowList: 'use skip',
+  passOnStoreError: "use onStoreError: 'allow' | 'deny' | a fallback store",
+  insuranceLimiter: 'use onStoreError: a fallback store, such as new MemoryStore()',
+  blockDuration: "use blockFor in a policy, e.g. limits: [{ limit: 5, window: '1m', blockFor: '15m' }]",
+  keyPrefix: 'use namespace on the limiter (or prefix on a RedisStore)',
+  storeClient: 'use client',
+  sendCommand: 'use client: an ioredis Redis or Cluster instance',
+  ttl: "expiries follow each policy's window; there is nothing to set",
+  expire: "expiries follow each policy's window; there is nothing to set",
+  db: 'use client: an ioredis client connected to that database',
+  max_keys: 'use maxKeys',
+}
+
+/**
+ * Rejects misspelt or foreign options with a ConfigError naming the known ones, and the right
+ * one when we can tell (a hint, or a known name spelt with other capitals). An option set to
+ * undefined is ignored, as a missing one.
+ */
+export function assertKnownOptions(
+  options: Record<string, unknown>,
+  known: readonly string[],
+  fn: string,
+  hints: Readonly<Record<string, OptionHint>> = {},
+): void {
+  for (const name of Object.keys(options)) {
+    if (known.includes(name) || options[name] === undefined) continue
+    const value = options[name]
+    const hint = hints[name] ?? FOREIGN_OPTION_HINTS[name]
+    const sameLetters = known.find((option) => option.toLowerCase() === name.toLowerCase())
+    const advice =
+      hint !== undefined
+        ? `: ${typeof hint === 'function' ? hint(value) : hint}`
+        : sameLetters !== undefined
+          ? `: did you mean ${sameLetters}?`
+          : ''
+    throw new ConfigError(name, value, `is not an option of ${fn}${advice} (known options: ${known.join(', ')})`)
+  }
+}

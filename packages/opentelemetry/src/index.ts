@@ -1,0 +1,2 @@
+export type { MetricsOptions } from './metrics.js'
+export { metrics } from './metrics.js'

@@ -1,0 +1,95 @@
+import type { Attributes, Meter } from '@opentelemetry/api'
+import { ConfigError, type ObserveEvent } from '@sluice/core'
+
+/** Options of `metrics()`: the OpenTelemetry `meter` to record on. */
+export interface MetricsOptions {
+  /** Where the instruments are created: `metrics.getMeter('my-app')` from `@opentelemetry/api`. */
+  meter: Meter
+}
+
+/**
+ * An `observe` function that records sluice's events as OpenTelemetry metrics:
+ *
+ * - `sluice.decisions` (counter): each decision, by `allowed`, `source` (store, fallback, error)
+ *   and `policy` (the binding policy's name; a concurrency limit's name);
+ * - `sluice.store.duration` (histogram, seconds): how long each decision took, by `source`;
+ * - `sluice.store.errors` (counter): store failures and timeouts, by `error` (its name);
+ * - `sluice.breaker.open` (up-down counter): circuit breakers open now, and
+ *   `sluice.breaker.transitions` (counter) by `state` (open, closed);
+ * - `sluice.sync.duration` (histogram, seconds), `sluice.sync.keys`, `sluice.sync.bytes` and
+ *   `sluice.sync.errors` (counters): background syncs of SyncedStore and
+ *   RedisActiveClientsSync, by `store`.
+ *
+ * Pass it as `observe` to `createLimiter` or any middleware; one function may serve them all.
+ */
+export function metrics(options: MetricsOptions): (event: ObserveEvent) => void {
+  const meter = options?.meter as Partial<Meter> | undefined
+  if (meter === null || typeof meter !== 'object' || typeof meter.createCounter !== 'function') {
+    throw new ConfigError('meter', meter, "must be an OpenTelemetry Meter, e.g. metrics.getMeter('my-app')")
+  }
+  const m = meter as Meter
+  const decisions = m.createCounter('sluice.decisions', {
+    description: 'Rate-limit decisions, by whether they allowed the request, who decided and the binding policy',
+  })
+  const storeDuration = m.createHistogram('sluice.store.duration', {
+    description: 'Time from asking the store to the decision',
+    unit: 's',
+  })
+  const storeErrors = m.createCounter('sluice.store.errors', {
+    description: 'Store failures and timeouts seen by the limiter',
+  })
+  const breakersOpen = m.createUpDownCounter('sluice.breaker.open', {
+    description: 'Store circuit breakers open now (decisions skip the store)',
+  })
+  const breakerTransitions = m.createCounter('sluice.breaker.transitions', {
+    description: 'Store circuit breakers opening and closing',
+  })
+  const syncDuration = m.createHistogram('sluice.sync.duration', {
+    description: 'Duration of a background sync of locally kept counts',
+    unit: 's',
+  })
+  const syncKeys = m.createCounter('sluice.sync.keys', { description: 'Keys sent by background syncs' })
+  const syncBytes = m.createCounter('sluice.sync.bytes', { description: 'Bytes sent by background syncs', unit: 'By' })
+  const syncErrors = m.createCounter('sluice.sync.errors', { description: 'Background syncs that failed' })
+
+  return (event) => {
+    switch (event.type) {
+      case 'decision': {
+        const { decision } = event
+        decisions.add(1, { allowed: decision.allowed, source: decision.source, policy: decision.binding.name })
+        storeDuration.record(event.storeMs / 1000, { source: decision.source })
+        return
+      }
+      case 'concurrency':
+        decisions.add(1, { allowed: event.allowed, source: 'store', policy: event.name })
+        return
+      case 'store-error':
+        storeErrors.add(1, { error: errorName(event.error) })
+        return
+      case 'breaker-open':
+        breakersOpen.add(1)
+        breakerTransitions.add(1, { state: 'open' })
+        return
+      case 'breaker-close':
+        breakersOpen.add(-1)
+        breakerTransitions.add(1, { state: 'closed' })
+        return
+      case 'sync': {
+        const attributes: Attributes = { store: event.store, outcome: event.error === undefined ? 'ok' : 'error' }
+        syncDuration.record(event.durationMs / 1000, attributes)
+        if (event.error !== undefined) {
+          syncErrors.add(1, { store: event.store })
+          return
+        }
+        syncKeys.add(event.keys, { store: event.store })
+        if (event.bytes !== undefined) syncBytes.add(event.bytes, { store: event.store })
+        return
+      }
+    }
+  }
+}
+
+/** A bounded attribute value: the error's class name, never its message (which may hold keys). */
+function errorName(error: unknown): string {
+  return error instanceof Error ? error.name : typeof error
+}

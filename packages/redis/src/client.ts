@@ -1,0 +1,195 @@
+import { createHash } from 'node:crypto'
+import { ConfigError } from '@sluice/core'
+
+/**
+ * An ioredis or iovalkey `Redis` or `Cluster`, as sluice recognises it: an `evalsha` method and a
+ * connection `status`. Any instance of those classes fits.
+ */
+export interface IoredisClient {
+  readonly status: string
+  evalsha(...args: never[]): unknown
+}
+
+/**
+ * A node-redis v5 client (`createClient`) or cluster (`createCluster`) from `redis` or
+ * `@redis/client`, as sluice recognises it: `sendCommand`, `isOpen` and `withTypeMapping`.
+ * Connect it (`await client.connect()`) before the first decision.
+ */
+export interface NodeRedisClient {
+  readonly isOpen: boolean
+  sendCommand(...args: never[]): unknown
+  withTypeMapping(...args: never[]): unknown
+}
+
+/** Every client the Redis-backed parts take; which one it is, is detected, never configured. */
+export type RedisClient = IoredisClient | NodeRedisClient
+
+/** A Lua script and the SHA1 that EVALSHA names it by. */
+export interface Script {
+  readonly source: string
+  readonly sha: string
+}
+
+/** A script with its SHA1, computed once at import. */
+export function script(source: string): Script {
+  return { source, sha: createHash('sha1').update(source).digest('hex') }
+}
+
+/** A script argument: numbers go as their decimal text. */
+export type Arg = string | number | Buffer
+
+/**
+ * What the stores need from a client, whichever library made it. Every call's keys share one
+ * hash slot (one hash tag), so on a Cluster each call goes whole to the node owning the first key.
+ * `binary` returns bulk replies as Buffers instead of UTF-8 text; integers are numbers either way.
+ */
+export interface ScriptClient {
+  /** Keys of one call must share a slot, and batches are split by hash tag. */
+  readonly cluster: boolean
+  evalsha(sha: string, keys: readonly string[], args: readonly Arg[], binary: boolean): Promise<unknown>
+  eval(source: string, keys: readonly string[], args: readonly Arg[], binary: boolean): Promise<unknown>
+  del(keys: readonly string[]): Promise<unknown>
+}
+
+/**
+ * EVALSHA, and EVAL only when the node answers NOSCRIPT (a restart, SCRIPT FLUSH, a new Cluster
+ * shard): NOSCRIPT means the script did not run, so the retry never counts a request twice. On a
+ * Cluster both go to the node owning the keys' slot, so every node heals itself.
+ */
+export async function run(
+  client: ScriptClient,
+  s: Script,
+  keys: readonly string[],
+  args: readonly Arg[],
+  binary = false,
+): Promise<unknown> {
+  try {
+    return await client.evalsha(s.sha, keys, args, binary)
+  } catch (error) {
+    if (!isNoScript(error)) throw error
+    return await client.eval(s.source, keys, args, binary)
+  }
+}
+
+/** The reply error of EVALSHA for a script the node does not hold; ioredis and node-redis word it alike. */
+function isNoScript(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('NOSCRIPT')
+}
+
+/**
+ * The client behind one small interface, told apart by shape: ioredis and iovalkey have `evalsha`
+ * and `status`, node-redis v5 has `sendCommand`, `isOpen` and `withTypeMapping` (and a cluster
+ * `nodeClient`). Anything else is a ConfigError naming `client`.
+ */
+export function scriptClient(client: unknown): ScriptClient {
+  if (client !== null && typeof client === 'object') {
+    const c = client as Record<string, unknown>
+    if (typeof c.evalsha === 'function' && typeof c.status === 'string') {
+      return new IoredisScripts(client as IoredisBuffers, c.isCluster === true)
+    }
+    if (typeof c.sendCommand === 'function' && typeof c.isOpen === 'boolean') {
+      if (typeof c.getSentinelNode === 'function') {
+        throw new ConfigError(
+          'client',
+          client,
+          'is a node-redis Sentinel, not supported: pass createClient() or createCluster()',
+        )
+      }
+      if (typeof c.withTypeMapping !== 'function') {
+        throw new ConfigError('client', client, 'looks like node-redis before v5: upgrade to redis@5')
+      }
+      return new NodeRedisScripts(client as NodeRedisSend, typeof c.nodeClient === 'function')
+    }
+  }
+  throw new ConfigError(
+    'client',
+    client,
+    'must be an ioredis or iovalkey Redis or Cluster, or a node-redis v5 createClient() or createCluster()',
+  )
+}
+
+/** ioredis (and iovalkey) make a `…Buffer` twin of every command at run time; their typings omit these. */
+interface IoredisBuffers {
+  evalsha(sha: string, numkeys: number, ...args: Arg[]): Promise<unknown>
+  evalshaBuffer(sha: string, numkeys: number, ...args: Arg[]): Promise<unknown>
+  eval(source: string, numkeys: number, ...args: Arg[]): Promise<unknown>
+  evalBuffer(source: string, numkeys: number, ...args: Arg[]): Promise<unknown>
+  del(...keys: string[]): Promise<unknown>
+}
+
+class IoredisScripts implements ScriptClient {
+  readonly #client: IoredisBuffers
+  readonly cluster: boolean
+
+  constructor(client: IoredisBuffers, cluster: boolean) {
+    this.#client = client
+    this.cluster = cluster
+  }
+
+  // The *Buffer forms for binary replies. Not callBuffer('evalsha', …), which ioredis's
+  // enableAutoPipelining sends with the script's SHA as the command name. The Cluster client
+  // routes by the first key.
+  evalsha(sha: string, keys: readonly string[], args: readonly Arg[], binary: boolean): Promise<unknown> {
+    const c = this.#client
+    return binary ? c.evalshaBuffer(sha, keys.length, ...keys, ...args) : c.evalsha(sha, keys.length, ...keys, ...args)
+  }
+
+  eval(source: string, keys: readonly string[], args: readonly Arg[], binary: boolean): Promise<unknown> {
+    const c = this.#client
+    return binary ? c.evalBuffer(source, keys.length, ...keys, ...args) : c.eval(source, keys.length, ...keys, ...args)
+  }
+
+  del(keys: readonly string[]): Promise<unknown> {
+    return this.#client.del(...keys)
+  }
+}
+
+/** node-redis's `sendCommand`: `(args, options)` on a client, `(firstKey, isReadonly, args, options)` on a cluster. */
+interface NodeRedisSend {
+  sendCommand(...args: unknown[]): Promise<unknown>
+}
+
+/**
+ * node-redis's reply type mappings: bulk strings (RESP type `$`, 36) as Buffers, or none (numbers
+ * as numbers, text as strings). One goes with every call and replaces the client's own
+ * (`commandOptions.typeMapping`), so what the application maps never changes a script reply.
+ */
+const BINARY = { 36: Buffer }
+const TEXT = {}
+
+class NodeRedisScripts implements ScriptClient {
+  readonly #client: NodeRedisSend
+  readonly cluster: boolean
+
+  constructor(client: NodeRedisSend, cluster: boolean) {
+    this.#client = client
+    this.cluster = cluster
+  }
+
+  evalsha(sha: string, keys: readonly string[], args: readonly Arg[], binary: boolean): Promise<unknown> {
+    return this.#send(keys, ['EVALSHA', sha, String(keys.length), ...keys, ...args.map(argOf)], binary)
+  }
+
+  eval(source: string, keys: readonly string[], args: readonly Arg[], binary: boolean): Promise<unknown> {
+    return this.#send(keys, ['EVAL', source, String(keys.length), ...keys, ...args.map(argOf)], binary)
+  }
+
+  del(keys: readonly string[]): Promise<unknown> {
+    return this.#send(keys, ['DEL', ...keys], false)
+  }
+
+  /**
+   * A cluster routes by the first key (a write, so to the slot's master) and follows MOVED and ASK
+   * itself; sending a script without it would go to any node and come back MOVED.
+   */
+  #send(keys: readonly string[], args: (string | Buffer)[], binary: boolean): Promise<unknown> {
+    const options = { typeMapping: binary ? BINARY : TEXT }
+    return this.cluster
+      ? this.#client.sendCommand(keys[0], false, args, options)
+      : this.#client.sendCommand(args, options)
+  }
+}
+
+function argOf(arg: Arg): string | Buffer {
+  return typeof arg === 'number' ? String(arg) : arg
+}

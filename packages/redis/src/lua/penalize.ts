@@ -1,0 +1,106 @@
+import { nowFromArgv } from './now.js'
+
+/**
+ * The penalty script: takes `cost` units from every policy of a set for one client key whatever
+ * their limits, in one call. Each algorithm mirrors its penalty in @sluice/core line for line
+ * (penalizeFixedWindow, penalizeSlidingWindow, penalizeSlidingLog, penalizeTokenBucket,
+ * penalizeGcra, penalizeBlocking) on the binary state layout of DECIDE_LUA (see decide.ts); the
+ * parity traces in test/parity hold them to it.
+ *
+ * KEYS: one per policy, all under one hash tag, as for DECIDE_LUA.
+ * ARGV: [1] the policies as for DECIDE_LUA, [2] the cost, [3] optional: now in epoch ms (tests).
+ * Reply: nil.
+ * Writes: every key, with PSETEX until the new state has drained (and any block has ended),
+ *         plus the same slack as DECIDE_LUA.
+ */
+export const PENALIZE_LUA = `
+local EXPIRY_SLACK_MS = 1000
+local policies = ARGV[1]
+local cost = tonumber(ARGV[2])
+${nowFromArgv(3)}
+
+-- Policy i's state (or false) with cost c taken: the new state, and how long until it drains.
+local function penalize(i, state, c)
+  local code, limit, window, burst, precision = struct.unpack('<ddddd', policies, 56 * i - 55)
+
+  if code == 1 then
+    local start = now - math.fmod(now, window)
+    local count = 0
+    if state then
+      local s, n = struct.unpack('<dd', state)
+      if s == start then count = n end
+    end
+    return struct.pack('<dd', start, count + c), start + window - now
+  end
+
+  if code == 2 then
+    local size = window / precision
+    local start = now - math.fmod(now, size)
+    local counts = {}
+    for j = 1, precision + 1 do counts[j] = 0 end
+    if state then
+      local stored = struct.unpack('<d', state)
+      local shift = math.max(0, (start - stored) / size)
+      for j = shift, precision do counts[j - shift + 1] = struct.unpack('<d', state, 9 + 8 * j) end
+    end
+    counts[precision + 1] = counts[precision + 1] + c
+    return struct.pack('<' .. string.rep('d', precision + 2), start, unpack(counts)), start + size - now + precision * size
+  end
+
+  if code == 3 then
+    local s = {}
+    if state then
+      for j = 1, #state, 8 do s[#s + 1] = struct.unpack('<d', state, j) end
+    end
+    local n = #s / 2
+    local first = 1
+    while first <= n and s[2 * first - 1] <= now - window do first = first + 1 end
+    local kept
+    if n >= first and s[2 * n - 1] == now then
+      kept = string.sub(state, 16 * first - 15, 16 * n - 16) .. struct.pack('<dd', now, s[2 * n] + c)
+    elseif state then
+      kept = string.sub(state, 16 * first - 15) .. struct.pack('<dd', now, c)
+    else
+      kept = struct.pack('<dd', now, c)
+    end
+    return kept, window
+  end
+
+  if code == 4 then
+    local capacity = burst * window
+    local tokens = capacity
+    if state then
+      local t, u = struct.unpack('<dd', state)
+      tokens = math.min(capacity, t + math.max(0, now - u) * limit)
+    end
+    local nextTokens = tokens - c * window
+    return struct.pack('<dd', nextTokens, now), math.ceil((capacity - nextTokens) / limit)
+  end
+
+  local backlog = 0
+  if state then backlog = math.max(0, struct.unpack('<d', state) - now) end
+  local nextBacklog = backlog + (window / limit) * c
+  return struct.pack('<d', now + nextBacklog), math.ceil(nextBacklog)
+end
+
+local stored = redis.call('MGET', unpack(KEYS))
+for i = 1, #KEYS do
+  local state, drains
+  if struct.unpack('<d', policies, 56 * i - 7) == 0 then
+    state, drains = penalize(i, stored[i], cost)
+  else
+    -- A blocking policy: the block (8 bytes) stays before the algorithm's penalized state.
+    local blockedUntil, inner = 0, false
+    if stored[i] then
+      blockedUntil = struct.unpack('<d', stored[i])
+      if #stored[i] > 8 then inner = string.sub(stored[i], 9) end
+    end
+    local next
+    next, drains = penalize(i, inner, cost)
+    state = struct.pack('<d', blockedUntil) .. next
+    drains = math.max(drains, blockedUntil - now)
+  end
+  redis.call('PSETEX', KEYS[i], string.format('%d', drains + EXPIRY_SLACK_MS), state)
+end
+return nil
+`

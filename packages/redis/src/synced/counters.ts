@@ -1,0 +1,187 @@
+import type { Policy } from '@sluice/core'
+
+/**
+ * One sub-window of one policy for one key (for a fixed window, the window itself): this node's
+ * running totals, what Redis holds of them, and the global count at the last reply.
+ */
+export class SubWindow {
+  /** This node's running totals: they only grow. `admitted` counts local decisions only. */
+  admitted = 0
+  refunded = 0
+  /** Admitted by exact decisions (Redis counted them in this node's `x:` field). */
+  exact = 0
+  /** The totals Redis has acknowledged for this node. */
+  sentAdmitted = 0
+  sentRefunded = 0
+  deniedHere = false
+  deniedSent = false
+  /** Σ over nodes at the last reply, and this node's part of it then. */
+  global = 0
+  mineInGlobal = 0
+  deniedAnywhere = false
+  /** Units asked for here (admitted or not): this node's offered load, to project the others'. */
+  asked = 0
+  /** How much the other nodes' count grew between the last two replies (a projection of the next). */
+  othersGrowth = 0
+  #others: number | undefined
+
+  constructor(
+    readonly redisKey: string,
+    readonly start: number,
+  ) {}
+
+  /** Records a reply: the global count and this node's part of it. */
+  heard(global: number, mine: number): void {
+    const others = global - mine
+    if (this.#others !== undefined) this.othersGrowth = Math.max(0, others - this.#others)
+    this.#others = others
+    this.global = global
+    this.mineInGlobal = mine
+  }
+
+  /** This node's net count. */
+  get mine(): number {
+    return this.admitted + this.exact - this.refunded
+  }
+
+  /** The global count as far as this node knows: the last reply plus what it counted since. */
+  get estimate(): number {
+    return this.global - this.mineInGlobal + this.mine
+  }
+
+  /** Something Redis has not heard yet. */
+  get dirty(): boolean {
+    return (
+      this.admitted > this.sentAdmitted || this.refunded > this.sentRefunded || (this.deniedHere && !this.deniedSent)
+    )
+  }
+}
+
+/** How a policy is counted: sub-windows of `span` ms, `depth` of them in one estimate. */
+export interface Geometry {
+  readonly span: number
+  readonly depth: number
+}
+
+export function geometryOf(policy: Policy): Geometry {
+  return policy.algorithm === 'sliding-window'
+    ? { span: policy.window / policy.precision, depth: policy.precision + 1 }
+    : { span: policy.window, depth: 1 }
+}
+
+/** One policy's sub-windows for one key, oldest first; older ones stay only while unsent. */
+export class PolicyCounters {
+  readonly windows: SubWindow[] = []
+  /** Redis has answered for this key (a sync or an exact call) since this node began counting it. */
+  heard = false
+  /** This node's offered rate (units per ms) in the newest sub-window dropped so far, and its start. */
+  #lastRate = 0
+  #lastRateStart = Number.NEGATIVE_INFINITY
+
+  constructor(
+    readonly policy: Policy,
+    readonly geometry: Geometry,
+    /** The Redis key of the hash for the sub-window starting at `start`. */
+    readonly keyAt: (start: number) => string,
+  ) {}
+
+  /** The sub-window starting at `start`, made if missing (kept in start order). */
+  at(start: number): SubWindow {
+    const { windows } = this
+    const newest = windows[windows.length - 1]
+    if (newest !== undefined && newest.start === start) return newest
+    for (let i = windows.length - 1; i >= 0; i--) {
+      const w = windows[i] as SubWindow
+      if (w.start === start) return w
+      if (w.start < start) {
+        const made = new SubWindow(this.keyAt(start), start)
+        // A hot key stays hot: the new sub-window starts from the last one's growth.
+        made.othersGrowth = w.othersGrowth
+        windows.splice(i + 1, 0, made)
+        return made
+      }
+    }
+    const made = new SubWindow(this.keyAt(start), start)
+    windows.unshift(made)
+    return made
+  }
+
+  /** Puts `w` back if pruning dropped it (and no newer object took its start), so counts added to it later are still sent. */
+  reinstate(w: SubWindow): void {
+    if (this.find(w.start) !== undefined) return
+    const { windows } = this
+    let i = windows.length
+    while (i > 0 && (windows[i - 1] as SubWindow).start > w.start) i--
+    windows.splice(i, 0, w)
+  }
+
+  find(start: number): SubWindow | undefined {
+    const { windows } = this
+    for (let i = windows.length - 1; i >= 0; i--) if ((windows[i] as SubWindow).start === start) return windows[i]
+    return undefined
+  }
+
+  /**
+   * Units the other nodes probably added that this node has not heard of yet: the larger of their
+   * growth between the last two replies and this node's own offered rate times the other live
+   * nodes (a balancer spreads load evenly), each over `staleness` ms (about two intervals: what
+   * they counted since their last sync, and since this node's).
+   */
+  unseen(now: number, liveNodes: number, staleness: number, interval: number): number {
+    const start = this.currentStart(now)
+    const current = this.find(start)
+    const previous = this.find(start - this.geometry.span)
+    const { span } = this.geometry
+    const elapsed = now - start
+    let rate: number
+    if (previous !== undefined) rate = ((current?.asked ?? 0) + previous.asked) / (elapsed + span)
+    else if (this.#lastRateStart >= start - 2 * span)
+      rate = ((current?.asked ?? 0) + this.#lastRate * span) / (elapsed + span)
+    // No history: the rate so far in this sub-window, over at least an interval.
+    else rate = (current?.asked ?? 0) / Math.max(elapsed, interval)
+    const byRate = (liveNodes - 1) * rate * staleness
+    const byGrowth = ((current?.othersGrowth ?? 0) * staleness) / interval
+    return Math.max(byRate, byGrowth)
+  }
+
+  /** The start of the sub-window holding `now`. */
+  currentStart(now: number): number {
+    return now - (now % this.geometry.span)
+  }
+
+  /** Whether a sub-window still weighs in an estimate at `now`. */
+  live(w: SubWindow, now: number): boolean {
+    const { span, depth } = this.geometry
+    return w.start + span * depth > now
+  }
+
+  /** Drops sub-windows that no estimate reads and Redis has heard in full. */
+  prune(now: number): void {
+    const { windows } = this
+    for (let i = windows.length - 1; i >= 0; i--) {
+      const w = windows[i] as SubWindow
+      if (!this.live(w, now) && !w.dirty) {
+        if (w.start > this.#lastRateStart) {
+          this.#lastRate = w.asked / this.geometry.span
+          this.#lastRateStart = w.start
+        }
+        windows.splice(i, 1)
+      }
+    }
+  }
+
+  /** The core algorithm's state built from the global estimates, for the transitions in core. */
+  stateAt(now: number, own = false): unknown {
+    const start = this.currentStart(now)
+    if (this.policy.algorithm !== 'sliding-window') return { start, count: this.#countAt(start, own) }
+    const { span, depth } = this.geometry
+    const counts: number[] = []
+    for (let i = depth - 1; i >= 0; i--) counts.push(this.#countAt(start - i * span, own))
+    return { start, counts }
+  }
+
+  #countAt(start: number, own: boolean): number {
+    const w = this.find(start)
+    return w === undefined ? 0 : own ? w.mine : w.estimate
+  }
+}

@@ -1,0 +1,62 @@
+import type { PolicySet } from '@sluice/core'
+import type { PolicyCounters } from './counters.js'
+
+/** One key under one policy set: a PolicyCounters per policy, in the set's order. */
+export interface Entry {
+  readonly counters: PolicyCounters[]
+}
+
+/**
+ * The store's entries by policy set, then key: a decision finds its entry with two lookups on
+ * strings it already has, instead of building a joined id each time. Iteration and eviction go
+ * set by set, each in insertion order.
+ */
+export class Entries {
+  readonly #bySet = new Map<string, Map<string, Entry>>()
+  #size = 0
+
+  get size(): number {
+    return this.#size
+  }
+
+  get(key: string, set: PolicySet): Entry | undefined {
+    return this.#bySet.get(set.id)?.get(key)
+  }
+
+  /** Adds or replaces the entry of `key` under `set`. */
+  set(key: string, set: PolicySet, entry: Entry): void {
+    let byKey = this.#bySet.get(set.id)
+    if (byKey === undefined) {
+      byKey = new Map()
+      this.#bySet.set(set.id, byKey)
+    }
+    if (!byKey.has(key)) this.#size++
+    byKey.set(key, entry)
+  }
+
+  /** Visits every entry, dropping those `visit` returns false for. */
+  sweep(visit: (entry: Entry) => boolean): void {
+    for (const [id, byKey] of this.#bySet) {
+      for (const [key, entry] of byKey) {
+        if (visit(entry)) continue
+        byKey.delete(key)
+        this.#size--
+      }
+      if (byKey.size === 0) this.#bySet.delete(id)
+    }
+  }
+
+  /** Drops the first entry, in insertion order set by set, that `where` accepts; whether there was one. */
+  dropFirst(where: (entry: Entry) => boolean): boolean {
+    for (const [id, byKey] of this.#bySet) {
+      for (const [key, entry] of byKey) {
+        if (!where(entry)) continue
+        byKey.delete(key)
+        this.#size--
+        if (byKey.size === 0) this.#bySet.delete(id)
+        return true
+      }
+    }
+    return false
+  }
+}

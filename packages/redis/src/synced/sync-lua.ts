@@ -1,0 +1,141 @@
+/**
+ * The sync script: one call per interval (per hash slot on a Cluster) carrying every sub-window
+ * this node counted in. Each sub-window of a key is one hash under the key's hash tag, with one
+ * field per node: `a:<node>` its running total admitted locally, `r:<node>` its running total
+ * refunded, `x:<node>` what exact decisions admitted for it (grown by the exact script itself),
+ * plus `o` (what a reset took off) and `d` (denied somewhere in this sub-window). A node writes
+ * its `a:` and `r:` totals, never deltas, and a total only ever grows (the larger one is kept), so
+ * a flush sent twice, or after a lost reply, counts once. The global count is Σa + Σx − Σr − o.
+ * Per key one HGETALL, and one HSET when something grew: what Redis does per sync stays about one
+ * command per key (the hash gets its expiry when this write creates it; every node computes the
+ * same end for a sub-window).
+ *
+ * KEYS: the sub-window hashes. ARGV[1], ARGV[2]: this node's `a:` and `r:` field names; then four
+ * per key: admitted total, refunded total, denied here (1|0), milliseconds to keep the hash.
+ * Reply: the server's TIME (seconds, microseconds), then per key the global count, denied (1|0)
+ * and this node's `x:` field.
+ */
+export const SYNC_LUA = `
+local a, r = ARGV[1], ARGV[2]
+local x = 'x' .. string.sub(a, 2)
+local time = redis.call('TIME')
+local reply = { tonumber(time[1]), tonumber(time[2]) }
+for i = 1, #KEYS do
+  local key = KEYS[i]
+  local at = 4 * i - 1
+  local admitted, refunded = tonumber(ARGV[at]), tonumber(ARGV[at + 1])
+  local fields = redis.call('HGETALL', key)
+  local sum, denied, held_a, held_r, held_x = 0, 0, 0, 0, 0
+  for j = 1, #fields, 2 do
+    local name, value = fields[j], fields[j + 1]
+    local c = string.byte(name, 1)
+    if c == 100 then denied = 1
+    else
+      value = tonumber(value)
+      if c == 97 or c == 120 then sum = sum + value else sum = sum - value end
+      if name == a then held_a = value elseif name == r then held_r = value elseif name == x then held_x = value end
+    end
+  end
+  local writes = {}
+  if admitted > held_a then
+    writes[#writes + 1] = a
+    writes[#writes + 1] = ARGV[at]
+    sum = sum + admitted - held_a
+  end
+  if refunded > held_r then
+    writes[#writes + 1] = r
+    writes[#writes + 1] = ARGV[at + 1]
+    sum = sum - refunded + held_r
+  end
+  if ARGV[at + 2] == '1' and denied == 0 then
+    writes[#writes + 1] = 'd'
+    writes[#writes + 1] = 1
+    denied = 1
+  end
+  if #writes > 0 then
+    redis.call('HSET', key, unpack(writes))
+    if #fields == 0 then redis.call('PEXPIRE', key, ARGV[at + 3]) end
+  end
+  reply[#reply + 1] = sum
+  reply[#reply + 1] = denied
+  reply[#reply + 1] = held_x
+end
+return reply
+`
+
+/**
+ * One exact decision on the same hashes. First this node's `a:` totals catch up (what it admitted
+ * locally and has not synced yet must count here, or the check would miss it); then every
+ * policy's estimate from the global counts (for a sliding window the oldest sub-window weighted by
+ * the share of it still inside), all-or-nothing; admitted: this node's `x:` field grows by the
+ * cost in each policy's current sub-window; denied: `d` is set there, so every node learns it at
+ * its next sync.
+ *
+ * KEYS: per policy its sub-window hashes, oldest first, the current one last.
+ * ARGV[1], ARGV[2]: this node's `a:` and `x:` fields; ARGV[3]: the cost; then per policy: limit,
+ * how many of KEYS are its (k), the weight of its oldest sub-window (sliding window), milliseconds
+ * to keep, and k running `a:` totals of this node, one per key.
+ * Reply: 1|0 admitted, then the global count of every key before the decision, in KEYS order.
+ */
+export const EXACT_LUA = `
+local a, x, cost = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local reply = { 0 }
+local admit = true
+local denying = {}
+local currents, keeps = {}, {}
+local at, first = 4, 0
+while at <= #ARGV do
+  local limit, k, weight = tonumber(ARGV[at]), tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2])
+  local estimate = 0
+  for j = 1, k do
+    local key = KEYS[first + j]
+    local total = tonumber(ARGV[at + 3 + j])
+    if total > 0 and total > tonumber(redis.call('HGET', key, a) or 0) then redis.call('HSET', key, a, ARGV[at + 3 + j]) end
+    local fields = redis.call('HGETALL', key)
+    local sum = 0
+    for f = 1, #fields, 2 do
+      local c = string.byte(fields[f], 1)
+      if c == 97 or c == 120 then sum = sum + tonumber(fields[f + 1])
+      elseif c ~= 100 then sum = sum - tonumber(fields[f + 1]) end
+    end
+    reply[#reply + 1] = sum
+    if j == 1 and k > 1 then estimate = estimate + sum * weight else estimate = estimate + sum end
+  end
+  currents[#currents + 1] = KEYS[first + k]
+  keeps[#keeps + 1] = ARGV[at + 3]
+  denying[#denying + 1] = estimate + cost > limit + 1e-9
+  if denying[#denying] then admit = false end
+  first = first + k
+  at = at + 4 + k
+end
+for i = 1, #currents do
+  if admit then
+    redis.call('HINCRBY', currents[i], x, cost)
+    redis.call('PEXPIRE', currents[i], keeps[i])
+  elseif denying[i] then
+    redis.call('HSET', currents[i], 'd', 1)
+    redis.call('PEXPIRE', currents[i], keeps[i])
+  end
+end
+if admit then reply[1] = 1 end
+return reply
+`
+
+/**
+ * A reset: each hash's `o` becomes Σa + Σx − Σr, so the global count starts again from 0 while every
+ * node's running totals stay as they are (and a late flush of older totals adds nothing). `d` goes.
+ */
+export const RESET_LUA = `
+for i = 1, #KEYS do
+  local fields = redis.call('HGETALL', KEYS[i])
+  local sum = 0
+  for f = 1, #fields, 2 do
+    local c = string.byte(fields[f], 1)
+    if c == 97 or c == 120 then sum = sum + tonumber(fields[f + 1])
+    elseif c == 114 then sum = sum - tonumber(fields[f + 1]) end
+  end
+  if sum ~= 0 then redis.call('HSET', KEYS[i], 'o', sum) end
+  redis.call('HDEL', KEYS[i], 'd')
+end
+return #KEYS
+`

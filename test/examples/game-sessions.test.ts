@@ -1,0 +1,15 @@
+// examples/game-sessions: its demo fills the game past maxActive and must end as its README says.
+import { execFile } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+import { expect, it } from 'vitest'
+
+const run = promisify(execFile)
+const dir = fileURLToPath(new URL('../../examples/game-sessions/', import.meta.url))
+
+it('serves players in a session and refuses newcomers with 429 until activity drops', async () => {
+  const { stdout } = await run(process.execPath, ['--import', 'tsx', '--conditions=source', 'demo.ts'], { cwd: dir })
+  expect(stdout).toContain('the 51 players in a session keep playing             51× 200')
+  expect(stdout).toContain('40 new players arrive (throttling mode)              40× 429 (Retry-After: 60s)')
+  expect(stdout).toContain('old sessions were served, new ones got 429 until activity dropped')
+})

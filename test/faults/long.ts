@@ -1,0 +1,13 @@
+// The fault suite's long form: four app processes, 3 s faults, the breaker's default 5 s cooldown,
+// then a Cluster failover. Prints the tables of test/faults/README.md.
+//   pnpm test:faults [--short]
+import { LONG, runFailover, runFaultSuite, SHORT, table } from './run.js'
+
+const options = process.argv.includes('--short') ? SHORT : LONG
+let ok = true
+for (const suite of [runFaultSuite, runFailover]) {
+  const result = await suite(options)
+  console.log(`${table(result)}\n`)
+  ok &&= result.unhandled === 0 && result.exitCodes.every((code) => code === 0)
+}
+process.exit(ok ? 0 : 1)

@@ -1,0 +1,105 @@
+// One app process of the fault suite: a limiter on a shared RedisStore under steady open-loop
+// load (a decision every `tickMs` on the shared hot key, and one on a random key), recording
+// every decision. The parent sends 'stop'; the worker answers with its records and exits.
+// Run as: node --import tsx --conditions=source test/faults/worker.ts '<config json>'
+import { BreakerOpenError, createLimiter, type ObserveEvent } from '@sluice/core'
+import { RedisStore } from '@sluice/redis'
+import { type ClientKind, clientKind } from '../support/clients.js'
+
+export interface WorkerConfig {
+  /** The client library of this process's store (the suite gives its processes different ones). */
+  library: ClientKind['name']
+  port: number
+  /** A Cluster's nodes instead of the single server at `port`. */
+  cluster?: { host: string; port: number }[]
+  prefix: string
+  /** The hot key's limit per `windowMs` (fixed window), shared by every worker. */
+  limit: number
+  windowMs: number
+  timeoutMs: number
+  cooldownMs: number
+  tickMs: number
+}
+
+/** One decision: when it was asked (epoch ms), how long it took, who decided. */
+export interface Sample {
+  readonly at: number
+  readonly ms: number
+  readonly source: 'store' | 'fallback' | 'error'
+  readonly allowed: boolean
+  readonly hot: boolean
+  /** Milliseconds until the store's fixed window ends (by the Redis clock), which identifies the window. */
+  readonly resetAfter: number
+  /** The open breaker decided without asking the store. */
+  readonly skipped: boolean
+}
+
+export interface WorkerReport {
+  readonly samples: Sample[]
+  /** Epoch ms of each breaker-open and breaker-close event. */
+  readonly opened: number[]
+  readonly closed: number[]
+  readonly unhandled: number
+}
+
+const config = JSON.parse(process.argv[2] as string) as WorkerConfig
+let unhandled = 0
+process.on('unhandledRejection', () => unhandled++)
+
+// The client settings the @sluice/redis README recommends for the library: fail fast while
+// disconnected, reconnect every 50 ms.
+const kind = clientKind(config.library)
+const { client, close } = config.cluster
+  ? await kind.cluster(config.cluster, 'recommended')
+  : await kind.single(config.port, 'recommended')
+
+const opened: number[] = []
+const closed: number[] = []
+const limiter = createLimiter({
+  limits: [{ limit: config.limit, window: config.windowMs, algorithm: 'fixed-window' }],
+  store: new RedisStore({ client, prefix: config.prefix, deniedCache: false }),
+  timeout: config.timeoutMs,
+  breaker: { failures: 5, cooldown: config.cooldownMs },
+  observe: (event: ObserveEvent) => {
+    if (event.type === 'breaker-open') opened.push(Date.now())
+    if (event.type === 'breaker-close') closed.push(Date.now())
+  },
+})
+console.warn = () => {} // the limiter's one-line warnings; the parent reads the records instead
+
+const samples: Sample[] = []
+const decide = (key: string, hot: boolean) => {
+  const at = Date.now()
+  const start = performance.now()
+  limiter.consume(key).then((d) => {
+    samples.push({
+      at,
+      ms: performance.now() - start,
+      source: d.source,
+      allowed: d.allowed,
+      hot,
+      resetAfter: d.resetAfter,
+      skipped: d.error instanceof BreakerOpenError,
+    })
+  })
+}
+
+{
+  const timer = setInterval(() => {
+    decide('hot', true)
+    decide(`k${Math.floor(Math.random() * 1000)}`, false)
+  }, config.tickMs)
+  process.on('message', (message) => {
+    if (message !== 'stop') return
+    clearInterval(timer)
+    // Decisions still in flight finish within the timeout.
+    setTimeout(() => {
+      const report: WorkerReport = { samples, opened, closed, unhandled }
+      process.send?.(report, () => {
+        close()
+        process.exit(0)
+      })
+    }, config.timeoutMs + 50)
+  })
+  process.send?.('ready')
+}

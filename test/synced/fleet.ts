@@ -1,0 +1,80 @@
+import { type ChildProcess, spawn } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import type { Redis } from 'ioredis'
+import type { Pattern, WorkerPlan } from './plan.js'
+
+const WORKER = fileURLToPath(new URL('./worker.ts', import.meta.url))
+
+export interface WorkerResult {
+  admitted: Partial<Record<Pattern, number>>
+  offered: Partial<Record<Pattern, number>>
+  slowest: number
+  unhandled: string[]
+  syncErrors: string[]
+}
+
+/** Starts one worker process and resolves once it printed "ready". */
+export function startWorker(
+  plan: WorkerPlan,
+  onLine?: (line: string) => void,
+): Promise<{ child: ChildProcess; done: Promise<WorkerResult> }> {
+  const child = spawn(process.execPath, ['--conditions=source', '--import', 'tsx', WORKER, JSON.stringify(plan)], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  })
+  let buffer = ''
+  let resolveReady: () => void
+  const ready = new Promise<void>((resolve) => {
+    resolveReady = resolve
+  })
+  const done = new Promise<WorkerResult>((resolve, reject) => {
+    child.stdout?.on('data', (data: Buffer) => {
+      buffer += data.toString()
+      let at = buffer.indexOf('\n')
+      while (at >= 0) {
+        const line = buffer.slice(0, at)
+        buffer = buffer.slice(at + 1)
+        if (line === 'ready') resolveReady()
+        else if (line.startsWith('{"admitted"')) resolve(JSON.parse(line) as WorkerResult)
+        else onLine?.(line)
+        at = buffer.indexOf('\n')
+      }
+    })
+    child.on('exit', (code, signal) => reject(new Error(`worker exited (${code ?? signal}) without a result`)))
+  })
+  done.catch(() => {})
+  return Promise.race([ready, done.then(() => undefined)]).then(() => ({ child, done }))
+}
+
+/** Runs `plans` as one process each, all started together; their results. */
+export async function runFleet(plans: WorkerPlan[]): Promise<WorkerResult[]> {
+  const workers = await Promise.all(plans.map((plan) => startWorker(plan)))
+  for (const { child } of workers) child.stdin?.write('go\n')
+  return Promise.all(workers.map((w) => w.done))
+}
+
+/** Per Redis sub-window hash of the prefix: the global count (Σa + Σx − Σr − o), by key and window start. */
+export async function countsInRedis(client: Redis, prefix: string): Promise<Map<string, Map<number, number>>> {
+  const counts = new Map<string, Map<number, number>>()
+  let cursor = '0'
+  do {
+    const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*:s:*`, 'COUNT', 1000)
+    cursor = next
+    // One round trip per SCAN page: a read key by key is slower than the hashes' expiry under load.
+    const pipeline = client.pipeline()
+    for (const key of keys) pipeline.hgetall(key)
+    const replies = (await pipeline.exec()) ?? []
+    for (const [i, key] of keys.entries()) {
+      const fields = (replies[i]?.[1] ?? {}) as Record<string, string>
+      let sum = 0
+      for (const [name, value] of Object.entries(fields)) {
+        if (name.startsWith('a:') || name.startsWith('x:')) sum += Number(value)
+        else if (name !== 'd') sum -= Number(value)
+      }
+      const tag = key.slice(key.indexOf('{') + 1, key.indexOf('}'))
+      const byStart = counts.get(tag) ?? new Map<number, number>()
+      counts.set(tag, byStart)
+      byStart.set(Number(key.slice(key.lastIndexOf(':') + 1)), sum)
+    }
+  } while (cursor !== '0')
+  return counts
+}

@@ -1,0 +1,136 @@
+import { parsePolicies } from '@sluice/core'
+import { Redis } from 'ioredis'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { findRedis, type RedisServer, uniquePrefix } from '../support/redis.js'
+import { countsInRedis, runFleet } from './fleet.js'
+import { type Phase, phaseOf, windowLoads } from './overshoot.js'
+import type { Pattern, WorkerPlan } from './plan.js'
+
+/**
+ * Real processes on one Redis, 2× the limit offered: every window's global count (the per-node
+ * totals in Redis, which the test first checks hold every admitted request) stays within the
+ * documented bound (packages/redis/README.md, "SyncedStore: how far over"): 5 % on a hot key; for
+ * keys whose traffic in two intervals is a large part of their limit (1000 keys at 10/s, the Zipf
+ * mix at 20/s) at most 1× over, measured up to +80 % on this 2-core machine with every process
+ * saturated. SLUICE_SYNCED_LONG=1 adds 10 s windows and more shapes (`pnpm test:synced-long`).
+ */
+const OVERSHOOT_BOUND: Record<Pattern, number> = { hot: 0.05, spread: 1, zipf: 1 }
+/** The run's first window: a cold fleet whose nodes do not yet know each other's rates (README). */
+const COLD_START_BOUND: Record<Pattern, number> = { hot: 0.05, spread: 1.5, zipf: 1.5 }
+const redis = await findRedis()
+const long = process.env.SLUICE_SYNCED_LONG === '1'
+
+/** Per pattern: the limit per window (each of 1000 keys for spread and zipf). */
+const LIMITS: Record<Pattern, number> = { hot: 200, spread: 10, zipf: 20 }
+
+describe.skipIf(!redis)('SyncedStore: several processes, 2× the limit offered', () => {
+  let server: RedisServer
+  let client: Redis
+  beforeAll(async () => {
+    server = redis as RedisServer
+    client = new Redis(server.url)
+  })
+  afterAll(async () => {
+    client?.disconnect()
+    await server?.stop()
+  })
+
+  const scenarios: [number, WorkerPlan['algorithm'], number, number][] = [
+    [2, 'fixed-window', 1000, 2500],
+    [4, 'sliding-window', 1000, 2500],
+    ...(long
+      ? ([
+          [4, 'fixed-window', 1000, 2500],
+          [2, 'sliding-window', 1000, 5000],
+          [2, 'fixed-window', 10_000, 25_000],
+          [4, 'sliding-window', 10_000, 25_000],
+        ] as [number, WorkerPlan['algorithm'], number, number][])
+      : []),
+  ]
+
+  for (const [processes, algorithm, window, duration] of scenarios) {
+    for (const pattern of ['hot', 'spread', 'zipf'] as const) {
+      it(`${processes} processes, ${algorithm} ${window} ms, ${pattern}: within limit × ${1 + OVERSHOOT_BOUND[pattern]}, nothing lost`, async () => {
+        const prefix = uniquePrefix(`synced-${pattern}`)
+        const limit = LIMITS[pattern]
+        // 2× the limit in total: for spread every key gets twice its limit; for zipf the head is far over, the tail under.
+        const total =
+          pattern === 'hot'
+            ? (2 * limit * 1000) / window
+            : pattern === 'spread'
+              ? (2 * limit * 1000 * 1000) / window
+              : (2 * limit * 100 * 1000) / window
+        const plans = Array.from(
+          { length: processes },
+          (_, i): WorkerPlan => ({
+            url: server.url,
+            prefix,
+            nodeId: `p${i}`,
+            interval: 100,
+            algorithm,
+            limit,
+            window,
+            rates: { [pattern]: total / processes },
+            duration,
+            seed: 1 + i * 7919,
+            ...(process.env.SLUICE_EXACT_ABOVE ? { exactAbove: Number(process.env.SLUICE_EXACT_ABOVE) } : {}),
+          }),
+        )
+        // Hashes expire 5 s after their window: read them every second while the fleet runs too (counts only grow).
+        const counts = new Map<string, Map<number, number>>()
+        const merge = async () => {
+          for (const [tag, byStart] of await countsInRedis(client, prefix)) {
+            const into = counts.get(tag) ?? new Map<number, number>()
+            counts.set(tag, into)
+            for (const [start, count] of byStart) into.set(start, Math.max(count, into.get(start) ?? 0))
+          }
+        }
+        const reading = setInterval(() => merge().catch(() => undefined), 1000)
+        const results = await runFleet(plans).finally(() => clearInterval(reading))
+        await merge()
+        const admitted = results.reduce((sum, r) => sum + (r.admitted[pattern] ?? 0), 0)
+        const offered = results.reduce((sum, r) => sum + (r.offered[pattern] ?? 0), 0)
+        for (const r of results) expect(r.unhandled).toEqual([])
+        // A sliding window's sub-windows are what Redis holds: `precision` of them make a window.
+        const policy = parsePolicies({ limit, window, algorithm }).policies[0]
+        const precision = policy?.algorithm === 'sliding-window' ? policy.precision : 1
+        const span = window / precision
+        let inRedis = 0
+        let runStart = Number.POSITIVE_INFINITY
+        let runEnd = Number.NEGATIVE_INFINITY
+        for (const byStart of counts.values()) {
+          for (const [start, count] of byStart) {
+            inRedis += count
+            runStart = Math.min(runStart, start)
+            runEnd = Math.max(runEnd, start + span)
+          }
+        }
+        const worst: Record<Phase, number> = { start: 0, middle: 0, end: 0 }
+        for (const byStart of counts.values()) {
+          for (const load of windowLoads(byStart, span, precision)) {
+            const phase = phaseOf(load, runStart, runEnd, window)
+            worst[phase] = Math.max(worst[phase], load.count / limit)
+          }
+        }
+        const percent = (share: number) => `${(share * 100).toFixed(1)} %`
+        console.log(
+          `${processes}× ${algorithm} ${window}ms ${pattern}: offered ${offered}, admitted ${admitted}, worst window at the start ${percent(worst.start)}, middle ${percent(worst.middle)}, end ${percent(worst.end)} of the limit`,
+        )
+        // Nothing admitted is missing, and nothing denied is counted: an exact decision answered as
+        // denied on its 250 ms timeout, which the script admitted later, is taken back. A reply
+        // later than close() waits for (2.25 s) would stay counted: the 1 % allows for that.
+        if (inRedis < admitted)
+          console.log(
+            'failed syncs per process:',
+            results.map((r) => r.syncErrors),
+          )
+        expect(inRedis).toBeGreaterThanOrEqual(admitted)
+        expect(inRedis - admitted).toBeLessThanOrEqual(Math.ceil(admitted * 0.01))
+        expect(admitted).toBeLessThan(offered)
+        expect(worst.middle).toBeLessThanOrEqual(1 + OVERSHOOT_BOUND[pattern])
+        expect(worst.end).toBeLessThanOrEqual(1 + OVERSHOOT_BOUND[pattern])
+        expect(worst.start).toBeLessThanOrEqual(1 + COLD_START_BOUND[pattern])
+      }, 60_000)
+    }
+  }
+})

@@ -1,0 +1,312 @@
+import { ConfigError, createLimiter, type Outcome, parsePolicies, StoreFullError, type SyncEvent } from '@sluice/core'
+import { isThenable } from '@sluice/core/adapter'
+import { type RedisClient, SyncedStore } from '@sluice/redis'
+import { Redis } from 'ioredis'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { CLIENTS, type TestClient } from '../support/clients.js'
+import { findRedis, type RedisServer, uniquePrefix } from '../support/redis.js'
+import { unhandledRejections } from '../support/unhandled.js'
+
+const redis = await findRedis()
+const allowed = (outcomes: readonly Outcome[]) => outcomes.every((o) => o.allowed)
+
+afterAll(async () => {
+  await redis?.stop()
+})
+
+describe.skipIf(!redis).each(CLIENTS)('SyncedStore on one Redis (stores as nodes, injected clock): $name', (kind) => {
+  let server: RedisServer
+  /** ioredis, to inspect keys; the stores use `storeClient`, of the library under test. */
+  let client: Redis
+  let connected: TestClient
+  let storeClient: RedisClient
+  beforeAll(async () => {
+    server = redis as RedisServer
+    client = new Redis(server.url)
+    await client.ping()
+    connected = await kind.single(server.port)
+    storeClient = connected.client
+  })
+  afterAll(() => {
+    client?.disconnect()
+    connected?.close()
+  })
+
+  const T = 1_700_000_000_000
+  const nodes = (count: number, options: { exactAbove?: number; now?: () => number } = {}) => {
+    const prefix = uniquePrefix('synced')
+    const now = options.now ?? (() => T + 100)
+    const client = storeClient // the library under test, not the ioredis one that inspects keys
+    return Array.from(
+      { length: count },
+      (_, i) =>
+        new SyncedStore({ client, prefix, nodeId: `n${i}`, interval: 50, now, exactAbove: options.exactAbove ?? 1 }),
+    )
+  }
+
+  it('answers in the same tick (a value, not a promise) for fixed and sliding windows', async () => {
+    const [store] = nodes(1)
+    for (const algorithm of ['fixed-window', 'sliding-window'] as const) {
+      const set = parsePolicies({ limit: 3, window: 1000, algorithm })
+      const answers = [1, 2, 3, 4].map(() => store?.consume('k', set, 1))
+      for (const answer of answers) expect(isThenable(answer as never)).toBe(false)
+      expect(answers.map((a) => allowed(a as Outcome[]))).toEqual([true, true, true, false])
+      expect((answers[2] as Outcome[])[0]?.remaining).toBe(0)
+    }
+    await store?.close()
+  })
+
+  it('sums every node: what one node counted limits the other after a sync each way (locally or exactly)', async () => {
+    const [a, b] = nodes(2) as [SyncedStore, SyncedStore]
+    const set = parsePolicies({ limit: 10, window: 1000, algorithm: 'fixed-window' })
+    for (let i = 0; i < 6; i++) expect(allowed(await a.consume('hot', set, 1))).toBe(true)
+    await a.flush()
+    await b.flush() // b has no counts yet for the key: it learns nothing until it counts there
+    expect(allowed(await b.consume('hot', set, 1))).toBe(true)
+    await b.flush()
+    const peek = b.peek('hot', set) as Outcome[]
+    expect(peek[0]?.remaining).toBe(3)
+    for (let i = 0; i < 3; i++) expect(allowed(await b.consume('hot', set, 1))).toBe(true)
+    expect(allowed(await b.consume('hot', set, 1))).toBe(false)
+    await Promise.all([a.close(), b.close()])
+  })
+
+  it('a resent flush counts once: nodes send running totals, Redis keeps the larger', async () => {
+    const [a] = nodes(1) as [SyncedStore]
+    const set = parsePolicies({ limit: 100, window: 1000, algorithm: 'fixed-window' })
+    for (let i = 0; i < 7; i++) a.consume('k', set, 1)
+    await a.flush()
+    await a.flush()
+    await a.flush()
+    const keys = await client.keys(`${a.prefix}*:s:*`)
+    expect(keys).toHaveLength(1)
+    const fields = await client.hgetall(keys[0] as string)
+    expect(fields).toEqual({ 'a:n0': '7' })
+    const ttl = await client.pttl(keys[0] as string)
+    expect(ttl).toBeGreaterThan(0) // the write that made the hash gave it its expiry: the window's end and a margin
+    // A lost reply: the same totals arrive again from a retry, by hand.
+    const sha = (await client.script(
+      'LOAD',
+      (
+        await import('../../packages/redis/src/synced/sync-lua.js')
+      ).SYNC_LUA,
+    )) as string
+    const reply = (await client.evalsha(sha, 1, keys[0] as string, 'a:n0', 'r:n0', 7, 0, '0', 5000)) as number[]
+    expect(reply[2]).toBe(7)
+    await a.close()
+  })
+
+  it('before Redis has answered for a key, goes exact from exactAbove of this node’s share (limit ÷ live nodes)', async () => {
+    const [a, b] = nodes(2, { exactAbove: 0.8 }) as [SyncedStore, SyncedStore]
+    const set = parsePolicies({ limit: 40, window: 1000, algorithm: 'fixed-window' })
+    a.consume('warm', set, 1)
+    b.consume('other', set, 1)
+    await b.flush()
+    await a.flush() // a hears of b: two live nodes; and Redis has answered for 'warm', not for 'cold'
+    expect(a.liveNodes).toBe(2)
+    a.consume('cold', set, 1)
+    const firstExact = (key: string) => {
+      for (let i = 2; i <= 40; i++) if (isThenable(a.consume(key, set, 1) as never)) return i
+      return Number.POSITIVE_INFINITY
+    }
+    const cold = firstExact('cold')
+    const warm = firstExact('warm')
+    expect(cold).toBeLessThan(warm)
+    await Promise.all([a.close(), b.close()])
+  })
+
+  it('decides exactly (a promise, one script call) from exactAbove of the limit, counting in the same hash', async () => {
+    const [a, b] = nodes(2, { exactAbove: 0.5 }) as [SyncedStore, SyncedStore]
+    const set = parsePolicies({ limit: 5, window: 1000, algorithm: 'fixed-window' })
+    expect(isThenable(a.consume('k', set, 1) as never)).toBe(false)
+    expect(isThenable(a.consume('k', set, 1) as never)).toBe(false)
+    const third = a.consume('k', set, 1) // 3 of 5 is above one half: exact
+    expect(isThenable(third as never)).toBe(true)
+    expect(allowed(await third)).toBe(true)
+    await a.flush()
+    expect(isThenable(b.consume('k', set, 1) as never)).toBe(false) // b has not heard of a's 3 yet
+    await b.flush()
+    const decisions = await Promise.all([b.consume('k', set, 1), b.consume('k', set, 1), a.consume('k', set, 1)])
+    expect(decisions.filter(allowed)).toHaveLength(1) // 5 of 5 in Redis: exact across nodes
+    await a.flush()
+    await b.flush()
+    const [key] = await client.keys(`${a.prefix}*:s:*`)
+    const fields = await client.hgetall(key as string)
+    const sum = (...names: string[]) => names.reduce((total, name) => total + Number(fields[name] ?? 0), 0)
+    expect(sum('a:n0', 'a:n1', 'x:n0', 'x:n1')).toBe(5)
+    expect(sum('x:n0', 'x:n1')).toBeGreaterThan(0)
+    expect(fields.d).toBe('1')
+    await Promise.all([a.close(), b.close()])
+  })
+
+  it('an exact decision Redis answers after its timeout is denied, and taken back if the script admitted it', async ({
+    skip,
+  }) => {
+    skip(kind.name !== 'ioredis', 'CLIENT PAUSE stalls the shared Redis: once, not once per client library')
+    const [a] = nodes(1, { exactAbove: 0.1 }) as [SyncedStore]
+    const set = parsePolicies({ limit: 10, window: 1000, algorithm: 'fixed-window' })
+    expect(allowed(await a.consume('slow', set, 1))).toBe(true) // counted locally (1 of 10 is not above 0.1)
+    const pauser = new Redis(server.url)
+    await pauser.client('PAUSE', 600, 'ALL')
+    const started = Date.now()
+    expect(allowed(await a.consume('slow', set, 1))).toBe(false) // the script runs when the pause ends and admits
+    expect(Date.now() - started).toBeLessThan(550)
+    await a.close() // waits for the late reply, then sends the take-back
+    pauser.disconnect()
+    const [key] = await client.keys(`${a.prefix}*:s:*`)
+    const fields = await client.hgetall(key as string)
+    // Counted by the script (x) and refunded (r): Redis's global count is the one admission.
+    expect({ a: fields['a:n0'], x: fields['x:n0'], r: fields['r:n0'] }).toEqual({ a: '1', x: '1', r: '1' })
+  })
+
+  it('a denial reaches the other node at its next sync, which then denies without a Redis call', async () => {
+    const [a, b] = nodes(2) as [SyncedStore, SyncedStore]
+    const set = parsePolicies({ limit: 3, window: 1000, algorithm: 'sliding-window' })
+    b.consume('k', set, 1)
+    for (let i = 0; i < 3; i++) a.consume('k', set, 1)
+    await a.flush()
+    await b.flush()
+    const answer = b.consume('k', set, 1)
+    expect(isThenable(answer as never)).toBe(false)
+    expect(allowed(answer as Outcome[])).toBe(false)
+    await Promise.all([a.close(), b.close()])
+  })
+
+  it('refund gives back this node’s own counts; reset starts the key from 0 on every node', async () => {
+    const [a, b] = nodes(2) as [SyncedStore, SyncedStore]
+    const set = parsePolicies({ limit: 5, window: 1000, algorithm: 'fixed-window' })
+    for (let i = 0; i < 3; i++) a.consume('k', set, 1)
+    for (let i = 0; i < 2; i++) b.consume('k', set, 1)
+    a.refund('k', set, 1)
+    await a.flush()
+    await b.flush()
+    expect((b.peek('k', set) as Outcome[])[0]?.remaining).toBe(1)
+    await a.reset('k', set)
+    await a.flush()
+    await b.flush()
+    expect((a.peek('k', set) as Outcome[])[0]?.remaining).toBe(5)
+    expect((b.peek('k', set) as Outcome[])[0]?.remaining).toBe(5)
+    for (let i = 0; i < 5; i++) expect(allowed(await b.consume('k', set, 1))).toBe(true)
+    expect(allowed(await b.consume('k', set, 1))).toBe(false)
+    await Promise.all([a.close(), b.close()])
+  })
+
+  it('serves token bucket and gcra through the exact script per request; rejects sliding-log at createLimiter', async () => {
+    const [a] = nodes(1) as [SyncedStore]
+    const limiter = createLimiter({ limits: { limit: 2, window: 1000, algorithm: 'gcra' }, store: a })
+    expect((await limiter.consume('g')).allowed).toBe(true)
+    expect((await limiter.consume('g')).allowed).toBe(true)
+    expect((await limiter.consume('g')).allowed).toBe(false)
+    expect(() => createLimiter({ limits: { limit: 2, window: 1000, algorithm: 'sliding-log' }, store: a })).toThrow(
+      /limits\[0\]\.algorithm .*SyncedStore.*"sliding-log"/,
+    )
+    await a.close()
+  })
+
+  it('tells observe about every sync and survives an observer that throws', async () => {
+    const events: SyncEvent[] = []
+    const prefix = uniquePrefix('synced-observe')
+    const store = new SyncedStore({
+      client: storeClient,
+      prefix,
+      now: () => T,
+      observe: (event) => {
+        if (event.type === 'sync') events.push(event)
+        throw new Error('observer bug')
+      },
+    })
+    const set = parsePolicies('5/s')
+    store.consume('a', set, 1)
+    store.consume('b', set, 1)
+    await store.flush()
+    // One sync at the first decision (to learn the fleet), then the flush with both keys.
+    expect(events).toHaveLength(2)
+    expect(events[1]).toMatchObject({ type: 'sync', store: 'synced', keys: 2 })
+    expect(events.map((e) => e.error)).toEqual([undefined, undefined])
+    await store.close()
+  })
+
+  it('maxKeys: forgets a key Redis has in full; with every key unsent, a new key is a StoreFullError', async () => {
+    const [a] = nodes(1) as [SyncedStore]
+    const store = new SyncedStore({ client: storeClient, prefix: a.prefix, maxKeys: 2, now: () => T })
+    const set = parsePolicies({ limit: 5, window: 1000, algorithm: 'fixed-window' })
+    store.consume('one', set, 1)
+    store.consume('two', set, 1)
+    expect(() => store.consume('three', set, 1)).toThrow(StoreFullError)
+    await store.flush()
+    expect(allowed(store.consume('three', set, 1) as Outcome[])).toBe(true)
+    await Promise.all([a.close(), store.close()])
+  })
+
+  it('checks its options: a ConfigError naming the field', () => {
+    const bad: [string, Record<string, unknown>][] = [
+      ['client', { client: {} }],
+      ['prefix', { client, prefix: 'a{b' }],
+      ['interval', { client, interval: 0 }],
+      ['exactAbove', { client, exactAbove: 0 }],
+      ['exactAbove', { client, exactAbove: 1.5 }],
+      ['maxKeys', { client, maxKeys: 0 }],
+      ['nodeId', { client, nodeId: '' }],
+      ['now', { client, now: 5 }],
+      ['observe', { client, observe: 'x' }],
+    ]
+    for (const [field, options] of bad) {
+      expect(() => new SyncedStore(options as never), field).toThrow(ConfigError)
+      try {
+        new SyncedStore(options as never)
+      } catch (error) {
+        expect((error as ConfigError).field).toBe(field)
+      }
+    }
+  })
+})
+
+describe('SyncedStore with Redis unreachable', () => {
+  const rejections = unhandledRejections()
+  beforeAll(() => rejections.watch())
+  afterAll(() => rejections.unwatch())
+
+  it('never waits: decides alone on its share, keeps counting, no unhandled rejection', async () => {
+    let now = 1_700_000_000_000
+    const client = new Redis({ port: 1, lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false })
+    client.on('error', () => {})
+    const store = new SyncedStore({ client, interval: 20, now: () => now, exactAbove: 0.5 })
+    const set = parsePolicies({ limit: 10, window: 60_000, algorithm: 'fixed-window' })
+    await store.flush()
+    now += 5000
+    expect(store.degraded).toBe(true)
+    const answers = Array.from({ length: 12 }, () => store.consume('k', set, 1))
+    for (const answer of answers) expect(isThenable(answer as never)).toBe(false)
+    expect(answers.filter((a) => allowed(a as Outcome[]))).toHaveLength(10) // one live node: its share is all
+    await store.close()
+    client.disconnect()
+    await new Promise((r) => setTimeout(r, 50))
+    expect(rejections.seen).toEqual([])
+  })
+
+  it('token bucket and gcra: a failed call is decided on this node’s share, then no call while degraded', async () => {
+    let now = 1_700_000_000_000
+    const client = new Redis({ port: 1, lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false })
+    client.on('error', () => {})
+    const store = new SyncedStore({ client, interval: 20, now: () => now })
+    for (const algorithm of ['token-bucket', 'gcra'] as const) {
+      const limiter = createLimiter({ limits: { limit: 4, window: 1000, algorithm }, store })
+      const first = await limiter.consume(`${algorithm}-fresh`) // not degraded yet: the script call fails, then the share decides
+      expect(first.allowed).toBe(true)
+      expect(first.remaining).toBe(3)
+    }
+    await store.flush()
+    now += 5000
+    expect(store.degraded).toBe(true)
+    for (const algorithm of ['token-bucket', 'gcra'] as const) {
+      const set = parsePolicies({ limit: 4, window: 1000, algorithm })
+      const answers = Array.from({ length: 6 }, () => store.consume(algorithm, set, 1))
+      for (const answer of answers) expect(isThenable(answer as never)).toBe(false)
+      expect(answers.map((a) => allowed(a as Outcome[]))).toEqual([true, true, true, true, false, false])
+    }
+    await store.close()
+    client.disconnect()
+    await new Promise((r) => setTimeout(r, 50))
+    expect(rejections.seen).toEqual([])
+  })
+})

@@ -1,0 +1,77 @@
+/**
+ * One node for the multi-process tests and the distributed benchmark: a SyncedStore on the real
+ * clock, offering requests at a fixed rate to the key patterns asked for, until told to stop.
+ * Args: one JSON object (see WorkerPlan). Prints "ready", waits for "go" on stdin, prints
+ * `{"admitted":…,"offered":…}` (per pattern) when done, after close() has flushed.
+ * With plan.progress, prints `{"progress":<admitted so far>}` every 10 ms (the kill test).
+ */
+import { createInterface } from 'node:readline'
+import { parsePolicies } from '@sluice/core'
+import { SyncedStore } from '@sluice/redis'
+import { Redis } from 'ioredis'
+import { keysOf, type Pattern, type WorkerPlan } from './plan.js'
+
+const plan = JSON.parse(process.argv[2] ?? '{}') as WorkerPlan
+const unhandled: unknown[] = []
+/** Failed syncs, when (ms after go) and why: a test that finds counts missing prints them. */
+const syncErrors: string[] = []
+let started = Date.now()
+process.on('unhandledRejection', (reason) => unhandled.push(String(reason)))
+const client = new Redis(plan.url)
+client.on('error', () => {})
+await client.ping()
+const store = new SyncedStore({
+  client,
+  prefix: plan.prefix,
+  interval: plan.interval,
+  nodeId: plan.nodeId,
+  observe: (event) => {
+    if (event.type === 'sync' && event.error !== undefined)
+      syncErrors.push(`${Date.now() - started} ms: ${String(event.error)}`)
+  },
+  ...(plan.exactAbove === undefined ? {} : { exactAbove: plan.exactAbove }),
+})
+const set = parsePolicies({ limit: plan.limit, window: plan.window, algorithm: plan.algorithm })
+const patterns = (Object.keys(plan.rates) as Pattern[]).map((pattern) => ({
+  pattern,
+  next: keysOf(pattern, plan.seed),
+}))
+const admitted: Record<string, number> = {}
+const offered: Record<string, number> = {}
+let slowest = 0
+
+process.stdout.write('ready\n')
+for await (const _ of createInterface({ input: process.stdin })) break
+
+started = Date.now()
+/** Requests offered so far, per pattern. */
+const debts = patterns.map(() => 0)
+await new Promise<void>((resolve) => {
+  const timer = setInterval(() => {
+    if (Date.now() - started >= plan.duration) {
+      clearInterval(timer)
+      resolve()
+      return
+    }
+    for (const [i, { pattern, next }] of patterns.entries()) {
+      // Catch up to the rate by the clock, so a late tick does not lower the offered load.
+      const due = ((plan.rates[pattern] ?? 0) * (Date.now() - started)) / 1000
+      for (; (debts[i] as number) < due; debts[i] = (debts[i] as number) + 1) {
+        offered[pattern] = (offered[pattern] ?? 0) + 1
+        const asked = performance.now()
+        const answer = store.consume(`${pattern}:${next()}`, set, 1)
+        const count = (outcomes: readonly { allowed: boolean }[]) => {
+          slowest = Math.max(slowest, performance.now() - asked)
+          if (outcomes.every((o) => o.allowed)) admitted[pattern] = (admitted[pattern] ?? 0) + 1
+        }
+        if (Array.isArray(answer)) count(answer)
+        else void (answer as Promise<readonly { allowed: boolean }[]>).then(count)
+      }
+    }
+    if (plan.progress) process.stdout.write(`${JSON.stringify({ progress: admitted })}\n`)
+  }, 5)
+})
+await new Promise((r) => setTimeout(r, 300)) // exact decisions still in flight
+await store.close()
+process.stdout.write(`${JSON.stringify({ admitted, offered, slowest, unhandled, syncErrors })}\n`)
+client.disconnect()
