@@ -52,9 +52,12 @@ export async function runFleet(plans: WorkerPlan[]): Promise<WorkerResult[]> {
   return Promise.all(workers.map((w) => w.done))
 }
 
-/** Per Redis sub-window hash of the prefix: the global count (Σa + Σx − Σr − o), by key and window start. */
-export async function countsInRedis(client: Redis, prefix: string): Promise<Map<string, Map<number, number>>> {
-  const counts = new Map<string, Map<number, number>>()
+/** One sub-window hash's fields as numbers: running totals `a:<node>`, `x:<node>`, `r:<node>`, and `o`. */
+export type Totals = Record<string, number>
+
+/** Per Redis sub-window hash of the prefix: its totals (without `d`), by key and window start. */
+export async function totalsInRedis(client: Redis, prefix: string): Promise<Map<string, Map<number, Totals>>> {
+  const totals = new Map<string, Map<number, Totals>>()
   let cursor = '0'
   do {
     const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*:s:*`, 'COUNT', 1000)
@@ -65,16 +68,30 @@ export async function countsInRedis(client: Redis, prefix: string): Promise<Map<
     const replies = (await pipeline.exec()) ?? []
     for (const [i, key] of keys.entries()) {
       const fields = (replies[i]?.[1] ?? {}) as Record<string, string>
-      let sum = 0
-      for (const [name, value] of Object.entries(fields)) {
-        if (name.startsWith('a:') || name.startsWith('x:')) sum += Number(value)
-        else if (name !== 'd') sum -= Number(value)
-      }
+      const hash: Totals = {}
+      for (const [name, value] of Object.entries(fields)) if (name !== 'd') hash[name] = Number(value)
       const tag = key.slice(key.indexOf('{') + 1, key.indexOf('}'))
-      const byStart = counts.get(tag) ?? new Map<number, number>()
-      counts.set(tag, byStart)
-      byStart.set(Number(key.slice(key.lastIndexOf(':') + 1)), sum)
+      const byStart = totals.get(tag) ?? new Map<number, Totals>()
+      totals.set(tag, byStart)
+      byStart.set(Number(key.slice(key.lastIndexOf(':') + 1)), hash)
     }
   } while (cursor !== '0')
+  return totals
+}
+
+/** The global count a hash's totals make: Σa + Σx − Σr − o. */
+export function countOf(totals: Totals): number {
+  let sum = 0
+  for (const [name, value] of Object.entries(totals))
+    sum += name.startsWith('a:') || name.startsWith('x:') ? value : -value
+  return sum
+}
+
+/** Per Redis sub-window hash of the prefix: the global count, by key and window start. */
+export async function countsInRedis(client: Redis, prefix: string): Promise<Map<string, Map<number, number>>> {
+  const counts = new Map<string, Map<number, number>>()
+  for (const [tag, byStart] of await totalsInRedis(client, prefix)) {
+    counts.set(tag, new Map([...byStart].map(([start, totals]) => [start, countOf(totals)])))
+  }
   return counts
 }

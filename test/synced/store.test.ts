@@ -139,7 +139,7 @@ describe.skipIf(!redis).each(CLIENTS)('SyncedStore on one Redis (stores as nodes
     await Promise.all([a.close(), b.close()])
   })
 
-  it('an exact decision Redis answers after its timeout is denied, and taken back if the script admitted it', async ({
+  it('an exact decision Redis answers after its timeout is denied, and taken back if the script admitted it (no deadline on an injected clock)', async ({
     skip,
   }) => {
     skip(kind.name !== 'ioredis', 'CLIENT PAUSE stalls the shared Redis: once, not once per client library')
@@ -151,12 +151,33 @@ describe.skipIf(!redis).each(CLIENTS)('SyncedStore on one Redis (stores as nodes
     const started = Date.now()
     expect(allowed(await a.consume('slow', set, 1))).toBe(false) // the script runs when the pause ends and admits
     expect(Date.now() - started).toBeLessThan(550)
-    await a.close() // waits for the late reply, then sends the take-back
+    await a.close() // waits for the late reply, then takes it back
     pauser.disconnect()
     const [key] = await client.keys(`${a.prefix}*:s:*`)
     const fields = await client.hgetall(key as string)
-    // Counted by the script (x) and refunded (r): Redis's global count is the one admission.
-    expect({ a: fields['a:n0'], x: fields['x:n0'], r: fields['r:n0'] }).toEqual({ a: '1', x: '1', r: '1' })
+    // Counted by the script (x: 1) and taken back (x: 0): Redis's global count is the one admission.
+    expect(fields).toEqual({ 'a:n0': '1', 'x:n0': '0' })
+  })
+
+  it('on the real clock, an exact script that runs after its deadline counts nothing: no take-back needed', async ({
+    skip,
+  }) => {
+    skip(kind.name !== 'ioredis', 'CLIENT PAUSE stalls the shared Redis: once, not once per client library')
+    const prefix = uniquePrefix('synced-deadline')
+    const a = new SyncedStore({ client: storeClient, prefix, nodeId: 'n0', interval: 50, exactAbove: 0.1 })
+    // An hour's window: the pause below does not move the key into a new window.
+    const set = parsePolicies({ limit: 10, window: 3_600_000, algorithm: 'fixed-window' })
+    expect(allowed(await a.consume('late', set, 1))).toBe(true) // counted locally
+    await a.flush() // a sync measures the offset to Redis time, so exact calls carry a deadline
+    const pauser = new Redis(server.url)
+    await pauser.client('PAUSE', 600, 'ALL')
+    expect(allowed(await a.consume('late', set, 1))).toBe(false) // timed out; the script runs when the pause ends
+    await a.close()
+    pauser.disconnect()
+    const [key] = await client.keys(`${prefix}*:s:*`)
+    const fields = await client.hgetall(key as string)
+    // The one local admission; the script found its deadline passed, so no x to take back with r.
+    expect(fields).toEqual({ 'a:n0': '1' })
   })
 
   it('a denial reaches the other node at its next sync, which then denies without a Redis call', async () => {

@@ -106,15 +106,6 @@ export class PolicyCounters {
     return made
   }
 
-  /** Puts `w` back if pruning dropped it (and no newer object took its start), so counts added to it later are still sent. */
-  reinstate(w: SubWindow): void {
-    if (this.find(w.start) !== undefined) return
-    const { windows } = this
-    let i = windows.length
-    while (i > 0 && (windows[i - 1] as SubWindow).start > w.start) i--
-    windows.splice(i, 0, w)
-  }
-
   find(start: number): SubWindow | undefined {
     const { windows } = this
     for (let i = windows.length - 1; i >= 0; i--) if ((windows[i] as SubWindow).start === start) return windows[i]

@@ -25,7 +25,7 @@ import { geometryOf, PolicyCounters, type SubWindow } from './counters.js'
 import { Entries, type Entry } from './entries.js'
 import { HEARTBEAT_LUA } from './heartbeat.js'
 import { slotOf } from './slot.js'
-import { EXACT_LUA, RESET_LUA, SYNC_LUA } from './sync-lua.js'
+import { EXACT_LUA, PAST_DEADLINE, RESET_LUA, SYNC_LUA, TAKE_BACK_LUA } from './sync-lua.js'
 
 /** Every option `SyncedStore` takes; any other name is a ConfigError with a hint. */
 export const SYNCED_STORE_OPTION_NAMES: readonly string[] = [
@@ -72,6 +72,7 @@ const SERVED: readonly AlgorithmName[] = Object.freeze([...COUNTED, ...BUCKETS])
 const SYNC = script(SYNC_LUA)
 const EXACT = script(EXACT_LUA)
 const RESET = script(RESET_LUA)
+const TAKE_BACK = script(TAKE_BACK_LUA)
 const HEARTBEAT = script(HEARTBEAT_LUA)
 /** Part of every key: sub-window hashes, apart from RedisStore's `b:` state strings. */
 const LAYOUT = 's:'
@@ -87,6 +88,8 @@ const DISCOVERY_HEARTBEATS = 3
 const MAX_BACKOFF_MS = 5000
 /** How long an exact decision may wait for Redis before this node decides alone. */
 const EXACT_TIMEOUT_MS = 250
+/** How long the offset to Redis time from a fast sync is kept before a slower one may replace it. */
+const OFFSET_KEPT_MS = 10_000
 /** The least time a sync may take before it counts as failed (5 intervals when longer). */
 const SYNC_TIMEOUT_MS = 2000
 
@@ -127,8 +130,11 @@ export class SyncedStore implements Store {
   readonly #entries = new Entries()
   readonly #shares = new Map<string, PolicySet>()
   readonly #counted = new WeakMap<PolicySet, boolean>()
-  /** Server time minus local time, measured at each sync. */
+  /** Server time minus local time, from the sync whose reply came back fastest lately. */
   #offset = 0
+  /** How far `#offset` may be off (half that sync's round trip); infinite until measured. */
+  #offsetError = Number.POSITIVE_INFINITY
+  #offsetMeasuredAt = Number.NEGATIVE_INFINITY
   #liveNodes = 1
   #lastSuccess: number
   #lastHeartbeat = Number.NEGATIVE_INFINITY
@@ -203,7 +209,7 @@ export class SyncedStore implements Store {
       this.#markDenied(entry, now, global.outcomes)
       return global.outcomes
     }
-    if (this.#needsExact(entry, now, local, global.outcomes)) return this.#decideExactly(key, entry, set, cost, now)
+    if (this.#needsExact(entry, now, local, global.outcomes)) return this.#decideExactly(entry, set, cost, now)
     this.#count(entry, now, cost)
     return global.outcomes
   }
@@ -390,8 +396,7 @@ export class SyncedStore implements Store {
     }
     const asked = this.#localNow()
     const reply = (await run(this.#client, SYNC, keys, args)) as number[]
-    const answered = this.#localNow()
-    this.#offset = (reply[0] as number) * 1000 + Math.floor((reply[1] as number) / 1000) - (asked + answered) / 2
+    this.#measureOffset(asked, this.#localNow(), (reply[0] as number) * 1000 + Math.floor((reply[1] as number) / 1000))
     for (const [i, sent] of group.entries()) {
       const window = sent.window
       window.sentAdmitted = Math.max(window.sentAdmitted, sent.admitted)
@@ -401,6 +406,28 @@ export class SyncedStore implements Store {
       sent.counters.heard = true
       if (reply[3 + 3 * i] === 1) window.deniedAnywhere = true
     }
+  }
+
+  /**
+   * Keeps the offset from the sync with the shortest round trip (a busy event loop that reads a
+   * reply late skews the midpoint), and a fresh one once it is 10 s old, as clocks drift.
+   */
+  #measureOffset(asked: number, answered: number, server: number): void {
+    const error = (answered - asked) / 2
+    if (error > this.#offsetError && answered - this.#offsetMeasuredAt < OFFSET_KEPT_MS) return
+    this.#offset = server - (asked + answered) / 2
+    this.#offsetError = error
+    this.#offsetMeasuredAt = answered
+  }
+
+  /**
+   * The Redis time after which the exact script must not count the decision, since this node will
+   * have answered it as denied: its timeout, plus how far the offset may be off so a script that
+   * runs in time is never refused. 0 (none) on an injected clock or before a sync has measured it.
+   */
+  #deadline(now: number): number {
+    if (this.#now !== undefined || this.#offsetError === Number.POSITIVE_INFINITY) return 0
+    return Math.ceil(now + EXACT_TIMEOUT_MS + this.#offsetError)
   }
 
   async #heartbeat(): Promise<void> {
@@ -432,15 +459,9 @@ export class SyncedStore implements Store {
   }
 
   /** One EXACT_LUA call; a reply later than EXACT_TIMEOUT_MS or an error is a denial. Never rejects. */
-  async #decideExactly(
-    key: string,
-    entry: Entry,
-    set: PolicySet,
-    cost: number,
-    now: number,
-  ): Promise<readonly Outcome[]> {
+  async #decideExactly(entry: Entry, set: PolicySet, cost: number, now: number): Promise<readonly Outcome[]> {
     const keys: string[] = []
-    const args: (string | number)[] = [`a:${this.nodeId}`, `x:${this.nodeId}`, cost]
+    const args: (string | number)[] = [`a:${this.nodeId}`, `x:${this.nodeId}`, cost, this.#deadline(now)]
     const windows: SubWindow[] = []
     for (const counters of entry.counters) {
       const { span, depth } = counters.geometry
@@ -457,16 +478,17 @@ export class SyncedStore implements Store {
     }
     const sent = windows.map((w) => w.admitted)
     const call = run(this.#client, EXACT, keys, args) as Promise<number[]>
-    let reply: number[]
+    let reply: number[] | undefined
     try {
       reply = await withTimeout(call, EXACT_TIMEOUT_MS)
     } catch {
+      this.#takeBackIfAdmitted(call, entry, now, cost)
+    }
+    if (reply === undefined || reply[0] === PAST_DEADLINE) {
       // Slow or failing Redis on a key near its limit: deny (the safe side). Once syncs fail too,
-      // the node is degraded and decides alone on its share without asking.
-      this.#takeBackIfAdmitted(call, key, set, entry, now, cost)
-      const global = evaluate(this.#states(entry, now, false), now, set, cost)
-      this.#markDenied(entry, now, global.outcomes.map(deniedAnyway))
-      return global.outcomes.map(deniedAnyway)
+      // the node is degraded and decides alone on its share without asking. Not marked denied:
+      // the key was not found full, and other nodes would then send its every request to a slow Redis.
+      return evaluate(this.#states(entry, now, false), now, set, cost).outcomes.map(deniedAnyway)
     }
     const admitted = reply[0] === 1
     // This node's part of the reply: what it sent, and its exact admissions so far (one in flight may be missing).
@@ -491,28 +513,16 @@ export class SyncedStore implements Store {
   }
 
   /**
-   * The script may still admit a call that timed out: the caller was told no, so this node takes
-   * it back (its `x:` share grows and a refund of the same size goes with the next sync) and Redis
+   * A script that ran after its deadline counted nothing; one that ran in time but whose reply came
+   * after the timeout (a busy event loop, the offset's error) may have admitted a call the caller
+   * was told no. Then this node takes its `x:` back in Redis at once (one small script), so Redis
    * counts only what callers were told was admitted. `close()` waits for these replies.
    */
-  #takeBackIfAdmitted(
-    call: Promise<number[]>,
-    key: string,
-    set: PolicySet,
-    entry: Entry,
-    now: number,
-    cost: number,
-  ): void {
-    const currents = entry.counters.map((counters) => [counters, counters.at(counters.currentStart(now))] as const)
+  #takeBackIfAdmitted(call: Promise<number[]>, entry: Entry, now: number, cost: number): void {
+    const keys = entry.counters.map((counters) => counters.keyAt(counters.currentStart(now)))
     const late: Promise<void> = call
-      .then((reply) => {
-        if (reply[0] !== 1) return
-        for (const [counters, w] of currents) {
-          w.exact += cost
-          w.refunded += cost
-          counters.reinstate(w)
-        }
-        if (this.#entries.get(key, set) === undefined) this.#entries.set(key, set, entry)
+      .then(async (reply) => {
+        if (reply[0] === 1) await run(this.#client, TAKE_BACK, keys, [`x:${this.nodeId}`, cost])
       })
       .catch(() => undefined)
       .finally(() => this.#late.delete(late))

@@ -63,27 +63,39 @@ end
 return reply
 `
 
+/** The exact script's first reply value when it ran after its deadline and did nothing. */
+export const PAST_DEADLINE = -1
+
 /**
- * One exact decision on the same hashes. First this node's `a:` totals catch up (what it admitted
- * locally and has not synced yet must count here, or the check would miss it); then every
- * policy's estimate from the global counts (for a sliding window the oldest sub-window weighted by
- * the share of it still inside), all-or-nothing; admitted: this node's `x:` field grows by the
- * cost in each policy's current sub-window; denied: `d` is set there, so every node learns it at
- * its next sync.
+ * One exact decision on the same hashes. A call that runs after its deadline (Redis time) does
+ * nothing: the node has answered it as denied on its timeout, so counting it would count a request
+ * nobody admitted (and a Redis backed up with such calls sheds them cheaply). Else this node's `a:`
+ * totals catch up first (what it admitted locally and has not synced yet must count here, or the
+ * check would miss it); then every policy's estimate from the global counts (for a sliding window
+ * the oldest sub-window weighted by the share of it still inside), all-or-nothing; admitted: this
+ * node's `x:` field grows by the cost in each policy's current sub-window; denied: `d` is set
+ * there, so every node learns it at its next sync.
  *
  * KEYS: per policy its sub-window hashes, oldest first, the current one last.
- * ARGV[1], ARGV[2]: this node's `a:` and `x:` fields; ARGV[3]: the cost; then per policy: limit,
- * how many of KEYS are its (k), the weight of its oldest sub-window (sliding window), milliseconds
- * to keep, and k running `a:` totals of this node, one per key.
- * Reply: 1|0 admitted, then the global count of every key before the decision, in KEYS order.
+ * ARGV[1], ARGV[2]: this node's `a:` and `x:` fields; ARGV[3]: the cost; ARGV[4]: the deadline in
+ * epoch ms (0: none); then per policy: limit, how many of KEYS are its (k), the weight of its
+ * oldest sub-window (sliding window), milliseconds to keep, and k running `a:` totals of this
+ * node, one per key.
+ * Reply: 1|0 admitted, then the global count of every key before the decision, in KEYS order; or
+ * only PAST_DEADLINE.
  */
 export const EXACT_LUA = `
+local deadline = tonumber(ARGV[4])
+if deadline > 0 then
+  local time = redis.call('TIME')
+  if tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000) > deadline then return { ${PAST_DEADLINE} } end
+end
 local a, x, cost = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local reply = { 0 }
 local admit = true
 local denying = {}
 local currents, keeps = {}, {}
-local at, first = 4, 0
+local at, first = 5, 0
 while at <= #ARGV do
   local limit, k, weight = tonumber(ARGV[at]), tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2])
   local estimate = 0
@@ -119,6 +131,18 @@ for i = 1, #currents do
 end
 if admit then reply[1] = 1 end
 return reply
+`
+
+/**
+ * Takes back an exact admission whose reply came after the node's timeout (the caller was told
+ * no): this node's `x:` field shrinks by the cost in each hash that still holds it (an expired hash
+ * is not made again). KEYS: each policy's current sub-window hash; ARGV[1]: the `x:` field; ARGV[2]: the cost.
+ */
+export const TAKE_BACK_LUA = `
+for i = 1, #KEYS do
+  if redis.call('HEXISTS', KEYS[i], ARGV[1]) == 1 then redis.call('HINCRBY', KEYS[i], ARGV[1], -tonumber(ARGV[2])) end
+end
+return #KEYS
 `
 
 /**
