@@ -1,14 +1,22 @@
 import { configDefaults, defineConfig } from 'vitest/config'
 
 /**
- * Files that measure time or load (bounded waits while Redis is stopped or stalled, overshoot and
- * convergence with several processes saturating the CPU, heap growth) run last, one at a time.
+ * Files that measure time or load run after the rest: bounded waits while a private Redis is
+ * stopped or stalled (which mostly wait), heap and key bounds, two at a time (PAIRED); overshoot,
+ * convergence and waits with several processes saturating the CPU, one at a time (ALONE).
  * Everything else waits mostly on Redis, workerd and child processes: two files at a time.
  */
-const ALONE = [
-  'test/faults/**/*.test.ts',
-  'test/synced/**/*.test.ts',
+const PAIRED = [
   'test/redis/failure.test.ts',
+  'test/synced/faults.test.ts',
+  'test/faults/soak.test.ts',
+  'test/faults/flood.test.ts',
+]
+const ALONE = [
+  'test/faults/faults.test.ts',
+  'test/synced/processes.test.ts',
+  // CLIENT PAUSE on the shared Redis would stall every other file's calls.
+  'test/synced/store.test.ts',
   'test/redis/active-clients-sync.test.ts',
 ]
 
@@ -23,12 +31,13 @@ export default defineConfig({
         test: {
           name: 'parallel',
           include: ['packages/*/src/**/*.test.ts', 'test/**/*.test.ts'],
-          exclude: [...configDefaults.exclude, ...ALONE],
+          exclude: [...configDefaults.exclude, ...PAIRED, ...ALONE],
           maxWorkers: 2,
           sequence: { groupOrder: 0 },
         },
       },
-      { extends: true, test: { name: 'alone', include: ALONE, maxWorkers: 1, sequence: { groupOrder: 1 } } },
+      { extends: true, test: { name: 'paired', include: PAIRED, maxWorkers: 2, sequence: { groupOrder: 1 } } },
+      { extends: true, test: { name: 'alone', include: ALONE, maxWorkers: 1, sequence: { groupOrder: 2 } } },
     ],
   },
 })
