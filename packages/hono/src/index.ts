@@ -135,8 +135,24 @@ function adapterFor(options: AddressOptions): Adapter<Args> {
 
 const APPEND = { append: true }
 
+/**
+ * Header names in lower case, as Headers keeps them: a name already in lower case saves the
+ * Headers object a lower-casing (a new string to hash) on every set, append and get. The names
+ * are the few that core writes.
+ */
+const lowerCase = new Map<string, string>()
+
+function lower(name: string): string {
+  let lowered = lowerCase.get(name)
+  if (lowered === undefined) {
+    lowered = name.toLowerCase()
+    lowerCase.set(name, lowered)
+  }
+  return lowered
+}
+
 function writeHeaders(c: Context, headers: readonly HeaderEntry[]): void {
-  for (const { name, value, append } of headers) c.header(name, value, append ? APPEND : undefined)
+  for (const { name, value, append } of headers) c.header(lower(name), value, append ? APPEND : undefined)
 }
 
 async function deny(
@@ -174,9 +190,18 @@ function addMissingHeaders(c: Context, headers: readonly HeaderEntry[]): void {
   // Even reading c.res.headers makes @hono/node-server build them and leave its fast path.
   if (headers.length === 0) return
   const present = c.res.headers
+  // The usual case, a response built with the context's headers (c.text, c.json, …): the list
+  // header written last (RateLimit) holds this limiter's member, so the response carries what was
+  // written before the handler, and one lookup settles it. A denial ends with Retry-After, which
+  // a hand-built response may repeat: it takes the full check.
+  const last = headers[headers.length - 1] as HeaderEntry
+  if (last.append) {
+    const current = present.get(lower(last.name))
+    if (current !== null && (current === last.value || hasMember(current, last.value))) return
+  }
   let missing: [name: string, value: string][] | undefined
   for (const { name, value, append } of headers) {
-    const current = present.get(name)
+    const current = present.get(lower(name))
     if (current === null) {
       missing ??= []
       missing.push([name, value])
@@ -185,7 +210,7 @@ function addMissingHeaders(c: Context, headers: readonly HeaderEntry[]): void {
       missing.push([name, `${value}, ${current}`])
     }
   }
-  if (missing) for (const [name, value] of missing) c.header(name, value)
+  if (missing) for (const [name, value] of missing) c.header(lower(name), value)
 }
 
 /** Whether a list header already holds every member of `members` (one limiter's, in order). */

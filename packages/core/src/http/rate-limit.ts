@@ -159,14 +159,35 @@ export function createRateLimitHandler<A extends unknown[], R>(
       return prepared
     })
 
+  // The steps below go on at once when a step answered with a value and chain only on a promise
+  // (as andThen does), without a closure per step on the usual synchronous path.
+  const keyed = (args: A): Awaitable<RateLimitPlan<R>> => {
+    const requestKey = key(...args)
+    return isThenable(requestKey)
+      ? Promise.resolve(requestKey).then((value) => costed(args, value))
+      : costed(args, requestKey)
+  }
+
+  const costed = (args: A, requestKey: string): Awaitable<RateLimitPlan<R>> => {
+    if (typeof cost === 'number') return consume(args, requestKey, cost)
+    const units = cost(...args)
+    return isThenable(units)
+      ? Promise.resolve(units).then((value) => consume(args, requestKey, value))
+      : consume(args, requestKey, units)
+  }
+
   const consume = (args: A, requestKey: string, units: unknown): Awaitable<RateLimitPlan<R>> => {
     // The limiter reads a missing cost as 1: a function that returns nothing is a bug to report.
     if (typeof units !== 'number') throw new ConfigError('cost', units, 'must return a number of units')
-    return andThen(preparedFor(args), (prepared) =>
-      andThen(prepared.consumeNow(requestKey, fixedCost ?? { cost: units }), (decision) =>
-        planFor(args, prepared, requestKey, units, decision),
-      ),
-    )
+    if (fixed !== undefined) return decided(args, fixed, requestKey, units)
+    return andThen(preparedFor(args), (prepared) => decided(args, prepared, requestKey, units))
+  }
+
+  const decided = (args: A, prepared: Prepared, requestKey: string, units: number): Awaitable<RateLimitPlan<R>> => {
+    const decision = prepared.consumeNow(requestKey, fixedCost ?? { cost: units })
+    return isThenable(decision)
+      ? Promise.resolve(decision).then((value) => planFor(args, prepared, requestKey, units, value))
+      : planFor(args, prepared, requestKey, units, decision)
   }
 
   const planFor = (
@@ -221,13 +242,10 @@ export function createRateLimitHandler<A extends unknown[], R>(
     // memory store (the usual case) a request takes no promise hop at all.
     plan(...args) {
       try {
-        return andThen(skip ? skip(...args) : false, (skipped) =>
-          skipped
-            ? SKIP
-            : andThen(key(...args), (requestKey) =>
-                andThen(typeof cost === 'function' ? cost(...args) : cost, (units) => consume(args, requestKey, units)),
-              ),
-        )
+        if (skip === undefined) return keyed(args)
+        const skipped = skip(...args)
+        if (isThenable(skipped)) return Promise.resolve(skipped).then((value) => (value ? SKIP : keyed(args)))
+        return skipped ? SKIP : keyed(args)
       } catch (error) {
         return Promise.reject(error)
       }
