@@ -83,11 +83,9 @@ if (args.includes('--one')) {
   for (let round = 0; round < ROUNDS; round++) {
     for (let i = 0; i < NAMES.length; i++) {
       const name = NAMES[(i + round) % NAMES.length] as string
-      const output = execFileSync(
-        process.execPath,
-        ['--import', 'tsx', '--conditions=source', script, '--one', name, '--ops', String(OPS)],
-        { encoding: 'utf8' },
-      )
+      const output = execFileSync(process.execPath, ['--import', 'tsx', script, '--one', name, '--ops', String(OPS)], {
+        encoding: 'utf8',
+      })
       samples.get(name)?.push(Number(output.trim().split('\n').pop()))
     }
     process.stderr.write(`round ${round + 1}/${ROUNDS} done\n`)
