@@ -53,6 +53,7 @@ function decideSlidingLog(
   now: number,
   policy: Policy,
   cost: number,
+  label?: Policy,
 ): Outcome {
   const { limit, window } = policy
   const times = state?.times ?? NONE
@@ -73,14 +74,14 @@ function decideSlidingLog(
     let i = first
     while (excess > 0) excess -= costs[i++] as number
     const leaves = (times[i - 1] as number) + window - now
-    return denied(Math.max(0, limit - used), (newest as number) + window - now, leaves)
+    return denied(Math.max(0, limit - used), (newest as number) + window - now, leaves, label)
   }
   if (cost === 0) {
     const nextAfter = used === limit ? leavingAfter(times, costs, first, window, now) : undefined
-    return admitted(limit - used, newest === undefined ? 0 : newest + window - now, 0, nextAfter)
+    return admitted(limit - used, newest === undefined ? 0 : newest + window - now, 0, nextAfter, label)
   }
   const nextAfter = used + cost === limit ? leavingAfter(times, costs, first, window, now) : undefined
-  return admitted(limit - used - cost, window, 0, nextAfter)
+  return admitted(limit - used - cost, window, 0, nextAfter, label)
 }
 
 const NONE: readonly number[] = []

@@ -53,6 +53,7 @@ function decideSlidingWindow(
   now: number,
   policy: Policy,
   cost: number,
+  label?: Policy,
 ): Outcome {
   const { limit, precision } = policy
   const size = policy.window / precision
@@ -77,14 +78,14 @@ function decideSlidingWindow(
 
   if (estimate + cost > limit + 1e-9) {
     const wait = timeUntilBelow(counts, shift, 0, precision, left, size, estimate + cost - limit)
-    return denied(floorUnits(limit - estimate), resetAfterOf(counts, shift, 0, precision, left, size), wait)
+    return denied(floorUnits(limit - estimate), resetAfterOf(counts, shift, 0, precision, left, size), wait, label)
   }
   const remaining = floorUnits(limit - estimate - cost)
   const nextAfter =
     remaining === 0
       ? Math.max(1, timeUntilBelow(counts, shift, cost, precision, left, size, estimate + cost + 1 - limit))
       : undefined
-  return admitted(remaining, resetAfterOf(counts, shift, cost, precision, left, size), 0, nextAfter)
+  return admitted(remaining, resetAfterOf(counts, shift, cost, precision, left, size), 0, nextAfter, label)
 }
 
 const NONE: readonly number[] = []
