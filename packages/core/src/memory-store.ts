@@ -160,7 +160,6 @@ export class MemoryStore implements Store {
         }
       }
     }
-    const latest = latestOf(outcomes, now)
     if (allowed) {
       if (entry === undefined) {
         entry = newEntry()
@@ -175,8 +174,10 @@ export class MemoryStore implements Store {
         if (state !== stored) setSlot(entry, index, state)
       }
     }
-    if (entry !== undefined && latest > entry.protectedUntil && (!allowed || exhausted(outcomes))) {
-      entry.protectedUntil = latest
+    // Only a limited key is protected: most decisions skip working out until when.
+    if (entry !== undefined && (!allowed || exhausted(outcomes))) {
+      const latest = latestOf(outcomes, now)
+      if (latest > entry.protectedUntil) entry.protectedUntil = latest
     }
     return outcomes
   }
