@@ -60,7 +60,7 @@ function decideSlidingWindow(
   const start = alignedStart(now, size, state?.start)
   // A clock that steps back (NTP) must not read past the stored counts: treat it as no time passed.
   // Starts are multiples of `size`, so the shift is a whole number of sub-windows.
-  const shift = state === undefined ? precision + 1 : Math.max(0, (start - state.start) / size)
+  const shift = state === undefined ? precision + 1 : shiftOf(state.start, start, size)
   const counts = state === undefined ? NONE : state.counts
   let total = 0
   if (shift <= precision) {
@@ -110,7 +110,7 @@ export const slidingWindowMeter: Meter<RunningWindow> = {
       return spare
     }
     const { counts } = state
-    const shift = Math.max(0, (start - state.start) / size)
+    const shift = shiftOf(state.start, start, size)
     if (shift > precision) {
       counts.fill(0)
       state.total = 0
@@ -165,6 +165,14 @@ export const refundSlidingWindow: Refund<SlidingWindowState> = (state, now, poli
     left -= taken
   }
   return left === cost ? state : { start: state.start, counts }
+}
+
+/**
+ * Sub-windows passed from `from` to `to` (both aligned starts); a clock that stepped back passes
+ * none. Most decisions land in the same sub-window as the last: no division then.
+ */
+function shiftOf(from: number, to: number, size: number): number {
+  return to === from ? 0 : Math.max(0, (to - from) / size)
 }
 
 /** A new array of the counts as seen from the sub-window starting at `start`. */
