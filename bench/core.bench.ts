@@ -6,13 +6,17 @@
  *
  * Each measurement runs in a fresh process, as in an app with one kind of limiter: in one shared
  * process every contender's code would see every other's types and the JIT would optimise none
- * of them well. Rounds visit the contenders in rotating order; the table shows medians.
+ * of them well. Rounds visit the contenders in rotating order; the table shows medians. Each
+ * child is this file bundled to plain JavaScript with its packages external, on plain node, so
+ * sluice runs as built (`pnpm bench:core` builds @sluice/core's dist first) and the peers as
+ * installed.
  *
  *   pnpm bench:core [--rounds 5] [--ops 300000]
  */
 import { execFileSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { ALGORITHMS, type AlgorithmName, createLimiter, MemoryStore, type PolicyOptions } from '@sluice/core'
+import { buildSync } from 'esbuild'
 import { MemoryStore as ErlMemoryStore } from 'express-rate-limit'
 import { RateLimiterMemory } from 'rate-limiter-flexible'
 
@@ -78,16 +82,27 @@ async function measureOne(name: string): Promise<void> {
 if (args.includes('--one')) {
   await measureOne(option('one', ''))
 } else {
-  const script = fileURLToPath(import.meta.url)
+  // The children run this file compiled to plain JavaScript, on plain node: tsx's loader (a
+  // hooks thread whose CPU time process.cpuUsage counts, and keepNames wrappers) stays out of
+  // every measurement. Packages stay external, so sluice is its built dist, as users get it.
+  const script = fileURLToPath(new URL('./node_modules/.cache/core.bench.mjs', import.meta.url))
+  buildSync({
+    entryPoints: [fileURLToPath(import.meta.url)],
+    bundle: true,
+    packages: 'external',
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    outfile: script,
+    logLevel: 'warning',
+  })
   const samples = new Map<string, number[]>(NAMES.map((n) => [n, []]))
   for (let round = 0; round < ROUNDS; round++) {
     for (let i = 0; i < NAMES.length; i++) {
       const name = NAMES[(i + round) % NAMES.length] as string
-      const output = execFileSync(
-        process.execPath,
-        ['--import', 'tsx', '--conditions=source', script, '--one', name, '--ops', String(OPS)],
-        { encoding: 'utf8' },
-      )
+      const output = execFileSync(process.execPath, [script, '--one', name, '--ops', String(OPS)], {
+        encoding: 'utf8',
+      })
       samples.get(name)?.push(Number(output.trim().split('\n').pop()))
     }
     process.stderr.write(`round ${round + 1}/${ROUNDS} done\n`)

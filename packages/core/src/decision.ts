@@ -1,4 +1,4 @@
-import type { Outcome } from './algorithms/index.js'
+import { labelled, type Outcome } from './algorithms/outcome.js'
 import type { AlgorithmName, Policy } from './policy.js'
 
 /** One policy's part of a decision. Times are whole milliseconds from now. */
@@ -53,32 +53,37 @@ export function toDecision(
   error?: unknown,
 ): Decision {
   const entries: PolicyDecision[] = new Array(policies.length)
+  for (let i = 0; i < policies.length; i++) entries[i] = entryOf(policies[i] as Policy, outcomes[i] as Outcome)
+  return decisionOf(key, entries, source, error)
+}
+
+/** An outcome as the Decision's entry for its policy. */
+export function entryOf(policy: Policy, o: Outcome): PolicyDecision {
+  return labelled(policy, o.allowed, o.remaining, o.resetAfter, o.retryAfter, o.delay, o.nextAfter)
+}
+
+/**
+ * `toDecision` for outcomes already made as entries (a meter's labelled outcomes), which become
+ * the decision's `policies` as they are: no copy per policy.
+ */
+export function decisionOf(
+  key: string,
+  entries: readonly PolicyDecision[],
+  source: DecisionSource,
+  error?: unknown,
+): Decision {
   let allowed = true
   let binding = 0
   let retryAfter = 0
   let delay = 0
-  for (let i = 0; i < policies.length; i++) {
-    const policy = policies[i] as Policy
-    const outcome = outcomes[i] as Outcome
-    entries[i] = {
-      name: policy.name,
-      algorithm: policy.algorithm,
-      limit: policy.limit,
-      window: policy.window,
-      allowed: outcome.allowed,
-      remaining: outcome.remaining,
-      resetAfter: outcome.resetAfter,
-      retryAfter: outcome.retryAfter,
-      delay: outcome.delay,
-      nextAfter: outcome.nextAfter,
-    }
-    if (outcome.delay > delay) delay = outcome.delay
-    const current = outcomes[binding] as Outcome
-    if (!outcome.allowed) {
-      if (allowed || outcome.retryAfter > retryAfter) binding = i
+  for (let i = 0; i < entries.length; i++) {
+    const entry = entries[i] as PolicyDecision
+    if (entry.delay > delay) delay = entry.delay
+    if (!entry.allowed) {
+      if (allowed || entry.retryAfter > retryAfter) binding = i
       allowed = false
-      if (outcome.retryAfter > retryAfter) retryAfter = outcome.retryAfter
-    } else if (allowed && outcome.remaining < current.remaining) {
+      if (entry.retryAfter > retryAfter) retryAfter = entry.retryAfter
+    } else if (allowed && entry.remaining < (entries[binding] as PolicyDecision).remaining) {
       binding = i
     }
   }

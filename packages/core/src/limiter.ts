@@ -1,10 +1,10 @@
 import type { Outcome } from './algorithms/index.js'
 import { type BreakerOptions, breakerOf } from './breaker.js'
-import { type Decision, type DecisionSource, toDecision } from './decision.js'
+import { type Decision, type DecisionSource, decisionOf, type PolicyDecision, toDecision } from './decision.js'
 import { toMilliseconds } from './duration.js'
 import { ConfigError, StoreTimeoutError } from './errors.js'
 import { assertKnownOptions } from './known-options.js'
-import { MemoryStore } from './memory-store.js'
+import { consumeEntries, MemoryStore } from './memory-store.js'
 import { containObserve, describeError, type Observe } from './observe.js'
 import {
   capacityOf,
@@ -117,6 +117,9 @@ export const LIMITER_OPTION_NAMES: readonly (keyof LimiterOptions)[] = [
   'observe',
 ]
 
+/** A MemoryStore's own `consume`: a store that has it (not a subclass's or a spy's) is asked through `consumeEntries`. */
+const memoryConsume = MemoryStore.prototype.consume
+
 /** The cost that stands for a peek inside the limiter (a consume's cost is at least 1). */
 const PEEK = 0
 
@@ -220,9 +223,11 @@ export function createLimiter(options: LimiterOptions): Limiter {
       if (!breaker.tryProbe()) return onFailure(key, cost, breaker.openError(), true)
       probe = true
     }
+    // A MemoryStore makes each outcome as its Decision entry: no copy per policy.
+    const entries = cost !== PEEK && store.consume === memoryConsume
     let answer: Awaitable<readonly Outcome[]>
     try {
-      answer = ask(store, key, cost)
+      answer = entries ? consumeEntries(store as MemoryStore, prefix + key, set, cost) : ask(store, key, cost)
     } catch (error) {
       const decided = onFailure(key, cost, error)
       if (probe) countFailure(probe, error)
@@ -230,7 +235,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
     }
     if (!isThenable(answer)) {
       if (failing || probe) recovered(probe)
-      return toDecision(key, policies, answer, 'store')
+      return entries
+        ? decisionOf(key, answer as readonly PolicyDecision[], 'store')
+        : toDecision(key, policies, answer, 'store')
     }
     return (settle(answer, timeout) as Promise<readonly Outcome[]>).then(
       (outcomes) => {

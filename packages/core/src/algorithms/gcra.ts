@@ -36,7 +36,7 @@ function tatAfter(state: GcraState | undefined, now: number, { limit, window }: 
 }
 
 /** GCRA's outcome (see `gcra`), changing nothing. */
-function decideGcra(state: GcraState | undefined, now: number, policy: Policy, cost: number): Outcome {
+function decideGcra(state: GcraState | undefined, now: number, policy: Policy, cost: number, label?: Policy): Outcome {
   const { limit, window, burst, maxDelay } = policy
   const interval = window / limit
   const tolerance = interval * burst
@@ -48,6 +48,7 @@ function decideGcra(state: GcraState | undefined, now: number, policy: Policy, c
       floorUnits((tolerance - backlog) / interval),
       ceilMs(backlog),
       ceilMs(nextBacklog - tolerance - maxDelay),
+      label,
     )
   }
   const remaining = floorUnits((tolerance - nextBacklog) / interval)
@@ -56,6 +57,7 @@ function decideGcra(state: GcraState | undefined, now: number, policy: Policy, c
     ceilMs(nextBacklog),
     ceilMs(nextBacklog - tolerance),
     remaining === 0 ? Math.max(1, ceilMs(nextBacklog + interval - tolerance)) : undefined,
+    label,
   )
 }
 

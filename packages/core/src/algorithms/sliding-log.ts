@@ -11,12 +11,29 @@ export interface SlidingLogState {
   readonly costs: readonly number[]
 }
 
-/** As a meter keeps it (see `slidingLogMeter`): entries before `head` are gone; `used` is the cost from `head` on. */
+/**
+ * As a meter keeps it (see `slidingLogMeter`): entries before `head` are gone; `used` is the cost
+ * from `head` on. `costs` is undefined while every admission has cost 1: the log is then one
+ * entry per unit (same-millisecond admissions not merged), one array per key rather than two.
+ */
 interface SlidingLogDeque extends Kept {
   times: number[]
-  costs: number[]
+  costs: number[] | undefined
   head: number
   used: number
+}
+
+/** A log as `decideSlidingLog` reads it: the transition's state or a meter's deque. */
+interface LogView {
+  readonly times: readonly number[]
+  readonly costs: readonly number[] | undefined
+  readonly head?: number
+  readonly used?: number
+}
+
+/** Entry `i`'s cost; a log without costs holds one entry per unit. */
+function costAt(costs: readonly number[] | undefined, i: number): number {
+  return costs === undefined ? 1 : (costs[i] as number)
 }
 
 /** Entries a meter lets pile up before `head` before it moves the live ones down (at least half the log). */
@@ -49,38 +66,39 @@ function firstLive(times: readonly number[], from: number, expired: number): num
 
 /** The sliding log's outcome (see `slidingLog`), changing nothing; O(1) amortised on a meter's deque. */
 function decideSlidingLog(
-  state: (SlidingLogState & { readonly head?: number; readonly used?: number }) | undefined,
+  state: LogView | undefined,
   now: number,
   policy: Policy,
   cost: number,
+  label?: Policy,
 ): Outcome {
   const { limit, window } = policy
   const times = state?.times ?? NONE
-  const costs = state?.costs ?? NONE
+  const costs = state === undefined ? NONE : state.costs
   const head = state?.head ?? 0
   const first = firstLive(times, head, now - window)
   let used = 0
   if (state?.used === undefined) {
-    for (let i = first; i < costs.length; i++) used += costs[i] as number
+    for (let i = first; i < times.length; i++) used += costAt(costs, i)
   } else {
     used = state.used
-    for (let i = head; i < first; i++) used -= costs[i] as number
+    for (let i = head; i < first; i++) used -= costAt(costs, i)
   }
   const newest = times.length > first ? (times[times.length - 1] as number) : undefined
 
   if (used + cost > limit) {
     let excess = used + cost - limit
     let i = first
-    while (excess > 0) excess -= costs[i++] as number
+    while (excess > 0) excess -= costAt(costs, i++)
     const leaves = (times[i - 1] as number) + window - now
-    return denied(Math.max(0, limit - used), (newest as number) + window - now, leaves)
+    return denied(Math.max(0, limit - used), (newest as number) + window - now, leaves, label)
   }
   if (cost === 0) {
     const nextAfter = used === limit ? leavingAfter(times, costs, first, window, now) : undefined
-    return admitted(limit - used, newest === undefined ? 0 : newest + window - now, 0, nextAfter)
+    return admitted(limit - used, newest === undefined ? 0 : newest + window - now, 0, nextAfter, label)
   }
   const nextAfter = used + cost === limit ? leavingAfter(times, costs, first, window, now) : undefined
-  return admitted(limit - used - cost, window, 0, nextAfter)
+  return admitted(limit - used - cost, window, 0, nextAfter, label)
 }
 
 const NONE: readonly number[] = []
@@ -91,14 +109,14 @@ const NONE: readonly number[] = []
  */
 function leavingAfter(
   times: readonly number[],
-  costs: readonly number[],
+  costs: readonly number[] | undefined,
   first: number,
   window: number,
   now: number,
 ): number {
   let excess = 1
   let i = first
-  while (excess > 0 && i < costs.length) excess -= costs[i++] as number
+  while (excess > 0 && i < times.length) excess -= costAt(costs, i++)
   return Math.max(1, (excess > 0 ? now : (times[i - 1] as number)) + window - now)
 }
 
@@ -112,30 +130,41 @@ export const slidingLogMeter: Meter<SlidingLogDeque> = {
   decide: decideSlidingLog,
   take(live, now, { window }, cost, spare) {
     if (live === undefined) {
-      if (spare === undefined) return { times: [now], costs: [cost], head: 0, used: cost, expiry: 0 }
+      if (spare === undefined) {
+        return { times: [now], costs: cost === 1 ? undefined : [cost], head: 0, used: cost, expiry: 0 }
+      }
       // Expired or reset: none of its entries count any more.
       spare.times.length = 0
-      spare.costs.length = 0
+      spare.costs = undefined
       spare.head = 0
       spare.used = 0
     }
     const state = (live ?? spare) as SlidingLogDeque
-    const { times, costs } = state
-    let { head, used } = state
-    while (head < times.length && (times[head] as number) <= now - window) used -= costs[head++] as number
+    const { times } = state
+    let { head, used, costs } = state
+    while (head < times.length && (times[head] as number) <= now - window) used -= costAt(costs, head++)
     if (head === times.length) {
       times.length = 0
-      costs.length = 0
+      if (costs !== undefined) costs.length = 0
       head = 0
     } else if (head >= COMPACT_AT && head * 2 >= times.length) {
       times.copyWithin(0, head)
-      costs.copyWithin(0, head)
       times.length -= head
-      costs.length -= head
+      if (costs !== undefined) {
+        costs.copyWithin(0, head)
+        costs.length -= head
+      }
       head = 0
     }
+    if (costs === undefined && cost !== 1) {
+      // The first admission of another cost: from now on each entry carries its cost.
+      costs = new Array<number>(times.length).fill(1)
+      state.costs = costs
+    }
     const last = times.length - 1
-    if (last >= head && times[last] === now) {
+    if (costs === undefined) {
+      times.push(now)
+    } else if (last >= head && times[last] === now) {
       costs[last] = (costs[last] as number) + cost
     } else {
       times.push(now)
@@ -145,8 +174,25 @@ export const slidingLogMeter: Meter<SlidingLogDeque> = {
     state.used = used + cost
     return state
   },
-  toState: (state) =>
-    state.head === 0 ? state : { times: state.times.slice(state.head), costs: state.costs.slice(state.head) },
+  toState(state) {
+    const { times, costs, head } = state
+    if (costs !== undefined) {
+      return head === 0 ? { times, costs } : { times: times.slice(head), costs: costs.slice(head) }
+    }
+    // One entry per unit: merged per millisecond, as the transition keeps them.
+    const merged: SlidingLogState = { times: [], costs: [] }
+    const mergedTimes = merged.times as number[]
+    const mergedCosts = merged.costs as number[]
+    for (let i = head; i < times.length; i++) {
+      const last = mergedTimes.length - 1
+      if (last >= 0 && mergedTimes[last] === times[i]) mergedCosts[last] = (mergedCosts[last] as number) + 1
+      else {
+        mergedTimes.push(times[i] as number)
+        mergedCosts.push(1)
+      }
+    }
+    return merged
+  },
   fromState(state) {
     const { times, costs } = state as SlidingLogState
     let used = 0

@@ -53,13 +53,14 @@ function decideSlidingWindow(
   now: number,
   policy: Policy,
   cost: number,
+  label?: Policy,
 ): Outcome {
   const { limit, precision } = policy
   const size = policy.window / precision
   const start = alignedStart(now, size, state?.start)
   // A clock that steps back (NTP) must not read past the stored counts: treat it as no time passed.
   // Starts are multiples of `size`, so the shift is a whole number of sub-windows.
-  const shift = state === undefined ? precision + 1 : Math.max(0, (start - state.start) / size)
+  const shift = state === undefined ? precision + 1 : shiftOf(state.start, start, size)
   const counts = state === undefined ? NONE : state.counts
   let total = 0
   if (shift <= precision) {
@@ -77,14 +78,14 @@ function decideSlidingWindow(
 
   if (estimate + cost > limit + 1e-9) {
     const wait = timeUntilBelow(counts, shift, 0, precision, left, size, estimate + cost - limit)
-    return denied(floorUnits(limit - estimate), resetAfterOf(counts, shift, 0, precision, left, size), wait)
+    return denied(floorUnits(limit - estimate), resetAfterOf(counts, shift, 0, precision, left, size), wait, label)
   }
   const remaining = floorUnits(limit - estimate - cost)
   const nextAfter =
     remaining === 0
       ? Math.max(1, timeUntilBelow(counts, shift, cost, precision, left, size, estimate + cost + 1 - limit))
       : undefined
-  return admitted(remaining, resetAfterOf(counts, shift, cost, precision, left, size), 0, nextAfter)
+  return admitted(remaining, resetAfterOf(counts, shift, cost, precision, left, size), 0, nextAfter, label)
 }
 
 const NONE: readonly number[] = []
@@ -109,7 +110,7 @@ export const slidingWindowMeter: Meter<RunningWindow> = {
       return spare
     }
     const { counts } = state
-    const shift = Math.max(0, (start - state.start) / size)
+    const shift = shiftOf(state.start, start, size)
     if (shift > precision) {
       counts.fill(0)
       state.total = 0
@@ -164,6 +165,14 @@ export const refundSlidingWindow: Refund<SlidingWindowState> = (state, now, poli
     left -= taken
   }
   return left === cost ? state : { start: state.start, counts }
+}
+
+/**
+ * Sub-windows passed from `from` to `to` (both aligned starts); a clock that stepped back passes
+ * none. Most decisions land in the same sub-window as the last: no division then.
+ */
+function shiftOf(from: number, to: number, size: number): number {
+  return to === from ? 0 : Math.max(0, (to - from) / size)
 }
 
 /** A new array of the counts as seen from the sub-window starting at `start`. */

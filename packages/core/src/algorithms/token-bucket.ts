@@ -30,7 +30,13 @@ function tokensAt(state: TokenBucketState | undefined, now: number, { limit, win
 }
 
 /** The token bucket's outcome (see `tokenBucket`), changing nothing. */
-function decideTokenBucket(state: TokenBucketState | undefined, now: number, policy: Policy, cost: number): Outcome {
+function decideTokenBucket(
+  state: TokenBucketState | undefined,
+  now: number,
+  policy: Policy,
+  cost: number,
+  label?: Policy,
+): Outcome {
   const { limit, window, burst, maxDelay } = policy
   const capacity = burst * window
   const tokens = tokensAt(state, now, policy)
@@ -39,7 +45,7 @@ function decideTokenBucket(state: TokenBucketState | undefined, now: number, pol
 
   if (next < -debtAllowed) {
     const waitForTokens = ceilMs((-next - debtAllowed) / limit)
-    return denied(Math.max(0, Math.floor(tokens / window)), ceilMs((capacity - tokens) / limit), waitForTokens)
+    return denied(Math.max(0, Math.floor(tokens / window)), ceilMs((capacity - tokens) / limit), waitForTokens, label)
   }
   const remaining = Math.max(0, Math.floor(next / window))
   return admitted(
@@ -47,6 +53,7 @@ function decideTokenBucket(state: TokenBucketState | undefined, now: number, pol
     ceilMs((capacity - next) / limit),
     next < 0 ? ceilMs(-next / limit) : 0,
     remaining === 0 ? Math.max(1, ceilMs((window - next) / limit)) : undefined,
+    label,
   )
 }
 
