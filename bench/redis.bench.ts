@@ -13,7 +13,8 @@
  *
  * Then single-decision latency: one decision in flight, every contender on the same connection,
  * interleaved in blocks of 100 decisions (so that warm-up and load spikes land on all of them,
- * which the per-contender 1-in-flight column above cannot promise); median µs per decision.
+ * which the per-contender 1-in-flight column above cannot promise); median µs per decision, and
+ * per decision over all blocks the scripts' µs in Redis and this process's CPU µs.
  *
  *   pnpm bench:redis [--rounds 3] [--sequential 5000] [--concurrent 40000] [--latency-blocks 30]
  */
@@ -198,6 +199,8 @@ type Row = { name: string; limits: number; seq: Sample; conc: Sample }
 const rows: Row[] = []
 /** Each contender's µs per decision with one in flight, one sample per block. */
 const latency = contenders.map(() => [] as number[])
+/** Each contender's totals over its latency blocks: script µs in Redis and this process's CPU µs. */
+const lone = contenders.map(() => ({ scriptUs: 0, cpuUs: 0, decisions: 0 }))
 try {
   // Each round visits every contender, so a load spike on this shared machine lands on all of
   // them rather than on one contender's three rounds.
@@ -232,9 +235,17 @@ try {
   let k = 0
   for (let block = 0; block < LATENCY_BLOCKS; block++) {
     for (const [i, decide] of decides.entries()) {
+      const before = await serverCounters(admin)
+      const cpu = process.cpuUsage()
       const start = performance.now()
       for (let j = 0; j < LATENCY_BLOCK; j++) await decide(KEYS[(k++ * 7919) % KEYS.length] as string)
       latency[i]?.push(((performance.now() - start) * 1000) / LATENCY_BLOCK)
+      const { user, system } = process.cpuUsage(cpu)
+      const after = await serverCounters(admin)
+      const totals = lone[i] as (typeof lone)[number]
+      totals.scriptUs += after.scriptUs - before.scriptUs
+      totals.cpuUs += user + system
+      totals.decisions += LATENCY_BLOCK
     }
   }
 } finally {
@@ -277,16 +288,19 @@ for (const limits of [1, 2]) {
 }
 
 console.log(
-  `\nOne decision in flight, contenders interleaved in ${LATENCY_BLOCKS} blocks of ${LATENCY_BLOCK}: median µs per decision (a round trip each; coalescing sends a lone decision at once).\n`,
+  `\nOne decision in flight, contenders interleaved in ${LATENCY_BLOCKS} blocks of ${LATENCY_BLOCK}: median µs per decision (a round trip each; coalescing sends a lone decision at once); the scripts' µs in Redis (commandstats) and this process's CPU µs (user+sys, including the socket calls) per decision over all blocks.\n`,
 )
-console.log('| store | limits | µs / decision | ÷ rate-limiter-flexible | ÷ rate-limit-redis |')
-console.log('|---|---|---:|---:|---:|')
+console.log(
+  '| store | limits | µs / decision | ÷ rate-limiter-flexible | ÷ rate-limit-redis | script µs / decision | Node CPU µs / decision |',
+)
+console.log('|---|---|---:|---:|---:|---:|---:|')
 const latencyOf = (i: number) => median(latency[i] ?? [])
 for (const [i, contender] of contenders.entries()) {
   const peer = (prefix: string) =>
     contenders.findIndex((c) => c.limits === contender.limits && c.name.startsWith(prefix))
   const own = latencyOf(i)
+  const { scriptUs, cpuUs, decisions } = lone[i] as (typeof lone)[number]
   console.log(
-    `| ${contender.name} | ${contender.limits} | ${fmt(own, 1)} | ${fmt(own / latencyOf(peer('rate-limiter-flexible')), 2)} | ${fmt(own / latencyOf(peer('express-rate-limit')), 2)} |`,
+    `| ${contender.name} | ${contender.limits} | ${fmt(own, 1)} | ${fmt(own / latencyOf(peer('rate-limiter-flexible')), 2)} | ${fmt(own / latencyOf(peer('express-rate-limit')), 2)} | ${fmt(scriptUs / decisions, 1)} | ${fmt(cpuUs / decisions, 1)} |`,
   )
 }

@@ -56,19 +56,24 @@ export interface ScriptClient {
  * shard): NOSCRIPT means the script did not run, so the retry never counts a request twice. On a
  * Cluster both go to the node owning the keys' slot, so every node heals itself.
  */
-export async function run(
+export function run(
   client: ScriptClient,
   s: Script,
   keys: readonly string[],
   args: readonly Arg[],
   binary = false,
 ): Promise<unknown> {
+  let call: Promise<unknown>
   try {
-    return await client.evalsha(s.sha, keys, args, binary)
+    call = client.evalsha(s.sha, keys, args, binary)
   } catch (error) {
-    if (!isNoScript(error)) throw error
-    return await client.eval(s.source, keys, args, binary)
+    // A client that throws instead of rejecting still gives the caller a rejection.
+    call = Promise.reject(error)
   }
+  return call.catch((error: unknown) => {
+    if (!isNoScript(error)) throw error
+    return client.eval(s.source, keys, args, binary)
+  })
 }
 
 /** The reply error of EVALSHA for a script the node does not hold; ioredis and node-redis word it alike. */

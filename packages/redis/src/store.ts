@@ -138,14 +138,17 @@ export class RedisStore implements Store {
   consume(key: string, set: PolicySet, cost: number): readonly Outcome[] | Promise<readonly Outcome[]> {
     const cache = this.#denied
     if (cache === undefined) return this.#decide(key, set, String(cost))
-    const id = cacheId(key, set)
-    const cached = cache.get(id, cost, this.#localNow())
-    if (cached !== undefined) return cached
+    // While nothing is remembered (the usual case), no lookup and no id to build.
+    if (cache.size > 0) {
+      const cached = cache.get(cacheId(key, set), cost, this.#localNow())
+      if (cached !== undefined) return cached
+    }
     const epoch = cache.epoch
     return this.#decide(key, set, String(cost)).then((outcomes) => {
       // A cheaper request than a remembered denial gets here too: if admitted, that denial's counts are stale.
-      if (outcomes.some((o) => !o.allowed)) cache.set(id, cost, this.#localNow(), outcomes, set.policies, epoch)
-      else cache.delete(id)
+      if (outcomes.some((o) => !o.allowed)) {
+        cache.set(cacheId(key, set), cost, this.#localNow(), outcomes, set.policies, epoch)
+      } else if (cache.size > 0) cache.delete(cacheId(key, set))
       return outcomes
     })
   }
@@ -230,7 +233,7 @@ export class RedisStore implements Store {
     const keys = this.#keysUnder(head, set)
     const maxBatch = this.#maxBatch
     if (maxBatch === undefined || (this.#inFlight === 0 && this.#pending.size === 0)) {
-      return this.#send(keys, [this.#argsOf(set), cost], [keys.length]).then(firstOf)
+      return this.#send(keys, [this.#argsOf(set), cost], keys.length, splitOne)
     }
     const group = this.#byClientKey ? head : ''
     let batch = this.#pending.get(group)
@@ -257,20 +260,26 @@ export class RedisStore implements Store {
   }
 
   #launch(batch: Batch): void {
-    batch.settle(this.#send(batch.keys, batch.args, batch.sizes))
+    batch.settle(this.#send(batch.keys, batch.args, batch.sizes, splitReply))
   }
 
-  /** One script call deciding `sizes.length` decisions in order; their outcomes, in order. */
-  async #send(keys: string[], args: (Buffer | string)[], sizes: number[]): Promise<Outcome[][]> {
+  /**
+   * One script call, its reply read by `split` (with `sizes`: the decisions' numbers of policies).
+   * Plain promise callbacks, no async function: a lone decision's latency pays for every hop.
+   */
+  #send<S, T>(keys: string[], args: (Buffer | string)[], sizes: S, split: (reply: Buffer, sizes: S) => T): Promise<T> {
     if (this.#now !== undefined) args.push(String(this.#now()))
     this.#inFlight++
-    let reply: Buffer
-    try {
-      reply = (await run(this.#client, DECIDE, keys, args, true)) as Buffer
-    } finally {
-      this.#inFlight--
-    }
-    return splitReply(reply, sizes)
+    return run(this.#client, DECIDE, keys, args, true).then(
+      (reply) => {
+        this.#inFlight--
+        return split(reply as Buffer, sizes)
+      },
+      (error: unknown) => {
+        this.#inFlight--
+        throw error
+      },
+    )
   }
 
   /** The script's policy argument: seven little-endian doubles per policy, built once per set. */
@@ -301,29 +310,36 @@ function splitReply(reply: Buffer, sizes: number[]): Outcome[][] {
   let at = 0
   for (let d = 0; d < sizes.length; d++) {
     const n = sizes[d] as number
-    const outcomes: Outcome[] = new Array(n)
-    at += 8
-    for (let i = 0; i < n; i++, at += REPLY_STRIDE) {
-      const allowed = reply.readDoubleLE(at) === 1
-      const remaining = reply.readDoubleLE(at + 8)
-      // An admission's retryAfter slot carries nextAfter when nothing remains (see DECIDE_LUA).
-      const slot = reply.readDoubleLE(at + 24)
-      outcomes[i] = {
-        allowed,
-        remaining,
-        resetAfter: reply.readDoubleLE(at + 16),
-        retryAfter: allowed ? 0 : slot,
-        delay: reply.readDoubleLE(at + 32),
-        nextAfter: allowed && remaining === 0 ? slot : undefined,
-      }
-    }
-    all[d] = outcomes
+    all[d] = outcomesAt(reply, at, n)
+    at += 8 + n * REPLY_STRIDE
   }
   return all
 }
 
-function firstOf(all: Outcome[][]): Outcome[] {
-  return all[0] as Outcome[]
+/** The reply of a call deciding one request of `n` policies. */
+function splitOne(reply: Buffer, n: number): Outcome[] {
+  return outcomesAt(reply, 0, n)
+}
+
+/** The `n` outcomes of the decision whose part of the reply starts at byte `at` (its all-allowed flag). */
+function outcomesAt(reply: Buffer, at: number, n: number): Outcome[] {
+  const outcomes: Outcome[] = new Array(n)
+  at += 8
+  for (let i = 0; i < n; i++, at += REPLY_STRIDE) {
+    const allowed = reply.readDoubleLE(at) === 1
+    const remaining = reply.readDoubleLE(at + 8)
+    // An admission's retryAfter slot carries nextAfter when nothing remains (see DECIDE_LUA).
+    const slot = reply.readDoubleLE(at + 24)
+    outcomes[i] = {
+      allowed,
+      remaining,
+      resetAfter: reply.readDoubleLE(at + 16),
+      retryAfter: allowed ? 0 : slot,
+      delay: reply.readDoubleLE(at + 32),
+      nextAfter: allowed && remaining === 0 ? slot : undefined,
+    }
+  }
+  return outcomes
 }
 
 function maxBatchOf(option: unknown): number | undefined {

@@ -1,3 +1,12 @@
+import { MAX_PRECISION } from '@sluice/core'
+
+/**
+ * A struct format of little-endian doubles, long enough for a sliding window's whole state (its
+ * start and MAX_PRECISION + 1 counts); the script cuts it to length with string.sub, a literal
+ * being cheaper than building one on every call.
+ */
+const DOUBLES = `<${'d'.repeat(MAX_PRECISION + 2)}`
+
 /**
  * The decision script: one or more requests, each deciding every policy of a set for one client
  * key, all-or-nothing, one after the other in argument order (a later request on the same key
@@ -16,8 +25,9 @@
  *        policy with nothing remaining sends core's nextAfter in the retryAfter slot.
  * State: one string per key, the algorithm's numbers as little-endian doubles (exact, and read
  *        with one C call each, where text needs parsing and formatting).
- * Writes: PSETEX with resetAfter + 1 s, or SETRANGE in place when a fixed-window or
- *         sliding-window key holds a state of the same (sub-)window (its expiry is already right).
+ * Writes: PSETEX with resetAfter + 1 s, or SETRANGE in place of the one count that changes when
+ *         a fixed-window or sliding-window key holds a state of the same (sub-)window (its expiry
+ *         is already right).
  * Cost: Redis runs this whole body on every call and most of its CPU is per-operation overhead,
  *       so it avoids what the profile (INFO commandstats) showed to be dear: tonumber() on
  *       arguments, string formatting and parsing, closures over many locals, tables per policy,
@@ -87,7 +97,10 @@ local function decideBlocking(i, state, c, blockFor)
   end
   local ok, remaining, resetAfter, retryAfter, delay, next, keep = decide(i, inner, c, true)
   if ok then
-    if next then next = struct.pack('<d', blockedUntil) .. next end
+    -- In place, the prefix (blockedUntil, unchanged) stays; otherwise the whole state goes.
+    if next then
+      if keep then keep = keep + 8 else next = struct.pack('<d', blockedUntil) .. next end
+    end
     return ok, remaining, resetAfter, retryAfter, delay, next, keep
   end
   if c == nil or c == 0 then return ok, remaining, resetAfter, retryAfter, delay end
@@ -98,10 +111,11 @@ end
 -- Policy i (its seven doubles start at byte 56 i - 55), its stored state (or false) and cost c
 -- (with blockFor, through decideBlocking unless \`bare\`):
 -- allowed, remaining, resetAfter, retryAfter, delay; when admitted with c > 0 also the state to
--- write and \`keep\`: true when the key already holds a state of the same (sub-)window, whose
--- expiry is then exactly the one this write would set, so the new state (same length) overwrites
--- it in place with SETRANGE. One function with every algorithm inline: Redis runs this whole
--- body on each call, and each closure costs.
+-- write and \`keep\`: when the key already holds a state of the same (sub-)window, whose expiry
+-- is then exactly the one this write would set, the byte offset from which the stored state
+-- changes; the state to write is then only those bytes, written in place with SETRANGE (else
+-- \`keep\` is false and the state is whole). One function with every algorithm inline: Redis runs
+-- this whole body on each call, and each closure costs.
 decide = function(i, state, c, bare)
   local code, limit, window, burst, precision, maxDelay, blockFor = struct.unpack('<ddddddd', policies, 56 * i - 55)
   if blockFor > 0 and not bare then return decideBlocking(i, state, c, blockFor) end
@@ -113,7 +127,7 @@ decide = function(i, state, c, bare)
     local keep = false
     if state then
       local s, n = struct.unpack('<dd', state)
-      if s == start then count, keep = n, true end
+      if s == start then count, keep = n, 8 end
     end
     local windowLeft = start + window - now
     if count + c > limit then return false, math.max(0, limit - count), windowLeft, math.max(windowLeft, 1), 0 end
@@ -123,23 +137,31 @@ decide = function(i, state, c, bare)
     -- With nothing left, the retryAfter slot of an admission carries core's nextAfter.
     local nextAfter = 0
     if nextCount == limit then nextAfter = windowLeft end
-    return true, limit - nextCount, resetAfter, nextAfter, 0, struct.pack('<dd', start, nextCount), keep
+    if keep then return true, limit - nextCount, resetAfter, nextAfter, 0, struct.pack('<d', nextCount), keep end
+    return true, limit - nextCount, resetAfter, nextAfter, 0, struct.pack('<dd', start, nextCount), false
   end
 
   if code == 2 then
     -- sliding-window; state: start, then the counts of precision + 1 sub-windows, oldest first
     local size = window / precision
     local start = now - math.fmod(now, size)
-    local counts = {}
-    for j = 1, precision + 1 do counts[j] = 0 end
-    local keep = false
-    if state then
-      -- A clock that stepped back (shift < 0) keeps the counts where they are. The count at
-      -- 0-based index j is the double at byte 9 + 8 j.
-      local stored = struct.unpack('<d', state)
-      local shift = math.max(0, (start - stored) / size)
-      for j = shift, precision do counts[j - shift + 1] = struct.unpack('<d', state, 9 + 8 * j) end
-      keep = stored == start
+    local counts
+    local same, keep = false, false
+    local stored = state and struct.unpack('<d', state)
+    if stored and stored >= start then
+      -- The same sub-window, or a clock that stepped back: the counts where they are, read in
+      -- one call (its last value, the position after them, is dropped).
+      counts = { struct.unpack(string.sub('${DOUBLES}', 1, precision + 2), state, 9) }
+      counts[precision + 2] = nil
+      same = stored == start
+    else
+      counts = {}
+      for j = 1, precision + 1 do counts[j] = 0 end
+      if stored then
+        -- The count at 0-based index j is the double at byte 9 + 8 j.
+        local shift = (start - stored) / size
+        for j = shift, precision do counts[j - shift + 1] = struct.unpack('<d', state, 9 + 8 * j) end
+      end
     end
     -- left: the part of the oldest sub-window still inside; the estimate weights it by that. The
     -- whole counts are summed first, as core's running total has them, so the floats agree.
@@ -168,10 +190,15 @@ decide = function(i, state, c, bare)
       ok, remaining, retryAfter = false, floorUnits(limit - estimate), math.max(retryAfter or ceilMs(elapsed), 1)
     else
       if c > 0 then
-        counts[precision + 1] = counts[precision + 1] + c
-        local layout = '<ddd'
-        if precision > 1 then layout = '<' .. string.rep('d', precision + 2) end
-        next = struct.pack(layout, start, unpack(counts))
+        local newest = counts[precision + 1] + c
+        counts[precision + 1] = newest
+        if same then
+          -- Only the newest count changes: it alone is written, at its offset.
+          keep = 8 * precision + 8
+          next = struct.pack('<d', newest)
+        else
+          next = struct.pack(string.sub('${DOUBLES}', 1, precision + 3), start, unpack(counts))
+        end
       end
       remaining = floorUnits(limit - estimate - c)
       if remaining == 0 then retryAfter = math.max(1, untilBelow(counts, left, size, estimate + c + 1 - limit)) end
@@ -291,7 +318,7 @@ local function request(k, n, c)
     end
     if c > 0 then
       if keep then
-        redis.call('SETRANGE', key, '0', state)
+        redis.call('SETRANGE', key, string.format('%d', keep), state)
       else
         -- PSETEX is SET ... PX. The expiry goes as text formatted here (%d), which is cheaper
         -- than Redis's own conversion of a Lua number (%.17g).
@@ -346,7 +373,7 @@ local function request(k, n, c)
     -- All-or-nothing: a denied request writes nothing anywhere.
     for i = 1, n do
       if keeps[i] then
-        redis.call('SETRANGE', KEYS[k + i], '0', writes[i])
+        redis.call('SETRANGE', KEYS[k + i], string.format('%d', keeps[i]), writes[i])
       else
         redis.call('PSETEX', KEYS[k + i], string.format('%d', reply[5 * i - 1] + EXPIRY_SLACK_MS), writes[i])
       end
