@@ -1,8 +1,9 @@
 import type { Outcome } from './algorithms/index.js'
 import { type BreakerOptions, breakerOf } from './breaker.js'
+import { Deadlines } from './deadlines.js'
 import { type Decision, type DecisionSource, decisionOf, type PolicyDecision, toDecision } from './decision.js'
 import { toMilliseconds } from './duration.js'
-import { ConfigError, StoreTimeoutError } from './errors.js'
+import { ConfigError } from './errors.js'
 import { assertKnownOptions } from './known-options.js'
 import { consumeEntries, MemoryStore } from './memory-store.js'
 import { containObserve, describeError, type Observe } from './observe.js'
@@ -141,6 +142,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     assertStore('onStoreError', onStoreError, "must be 'allow', 'deny' or a fallback store")
   }
   const timeout = toMilliseconds('timeout', options.timeout ?? 1000)
+  const deadlines = new Deadlines(timeout)
   const { namespace } = options
   if (namespace !== undefined && (typeof namespace !== 'string' || !/^[A-Za-z0-9_.*-]+$/.test(namespace))) {
     throw new ConfigError('namespace', namespace, 'must be a non-empty string of letters, digits and _ . * -')
@@ -191,7 +193,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     }
     if (typeof onStoreError === 'object') {
       try {
-        return toDecision(key, policies, await settle(ask(onStoreError, key, cost), timeout), 'fallback', error)
+        return toDecision(key, policies, await settle(ask(onStoreError, key, cost), deadlines), 'fallback', error)
       } catch (fallbackError) {
         return failed(
           key,
@@ -239,7 +241,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
         ? decisionOf(key, answer as readonly PolicyDecision[], 'store')
         : toDecision(key, policies, answer, 'store')
     }
-    return (settle(answer, timeout) as Promise<readonly Outcome[]>).then(
+    return (settle(answer, deadlines) as Promise<readonly Outcome[]>).then(
       (outcomes) => {
         recovered(probe)
         return toDecision(key, policies, outcomes, 'store')
@@ -301,7 +303,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     },
     async reset(key) {
       if (typeof key !== 'string') throw keyError(key)
-      await settle(store.reset(prefix + key, set), timeout)
+      await settle(store.reset(prefix + key, set), deadlines)
     },
     async refund(key, refundOptions) {
       const cost: unknown = refundOptions?.cost === undefined ? 1 : refundOptions.cost
@@ -319,7 +321,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       if (admittedAt !== undefined && (typeof admittedAt !== 'number' || !Number.isFinite(admittedAt))) {
         throw new ConfigError('admittedAt', admittedAt, 'must be epoch milliseconds from limiter.clock()')
       }
-      await settle(store.refund(prefix + key, set, cost as number, admittedAt), timeout)
+      await settle(store.refund(prefix + key, set, cost as number, admittedAt), deadlines)
     },
     async penalty(key, penaltyOptions) {
       const cost: unknown = penaltyOptions?.cost === undefined ? 1 : penaltyOptions.cost
@@ -330,7 +332,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       if (store.penalize === undefined) {
         throw new ConfigError('store', store, 'cannot take a penalty: use a MemoryStore or RedisStore')
       }
-      await settle(store.penalize(prefix + key, set, cost), timeout)
+      await settle(store.penalize(prefix + key, set, cost), deadlines)
       return run(key, PEEK)
     },
     async block(key, duration) {
@@ -346,7 +348,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       if (store.block === undefined) {
         throw new ConfigError('store', store, 'cannot block: use a MemoryStore or RedisStore')
       }
-      await settle(store.block(prefix + key, set, ms), timeout)
+      await settle(store.block(prefix + key, set, ms), deadlines)
       return run(key, PEEK)
     },
   }
@@ -418,21 +420,8 @@ function withLimiterMaxDelay(set: PolicySet, maxDelay: unknown): PolicySet {
 }
 
 /** The value itself when the store answered synchronously; otherwise the answer or a timeout. */
-function settle<T>(answer: Awaitable<T>, timeout: number): Awaitable<T> {
-  if (!isThenable(answer)) return answer
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new StoreTimeoutError(timeout)), timeout)
-    answer.then(
-      (value) => {
-        clearTimeout(timer)
-        resolve(value)
-      },
-      (error: unknown) => {
-        clearTimeout(timer)
-        reject(error)
-      },
-    )
-  })
+function settle<T>(answer: Awaitable<T>, deadlines: Deadlines): Awaitable<T> {
+  return isThenable(answer) ? deadlines.settle(answer) : answer
 }
 
 function failed(
