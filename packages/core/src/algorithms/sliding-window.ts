@@ -116,7 +116,22 @@ const NONE: readonly number[] = []
  * the precision.
  */
 export const slidingWindowMeter: Meter<RunningWindow> = {
-  decide: decideSlidingWindow,
+  decide(state, now, policy, cost, label) {
+    // The common case inline: compact counts, still in their sub-window, quota to spare. The
+    // oldest sub-window (index 0 of 3 or more) is empty then, so the estimate is the total, and
+    // the reset is from the newest non-empty sub-window: as `decideSlidingWindow` works them out.
+    const { limit, precision } = policy
+    if (state !== undefined && typeof state.counts === 'number' && precision > 1) {
+      const size = policy.window / precision
+      const { start, total } = state
+      const remaining = limit - total - cost
+      if (now >= start && now - start < size && remaining >= 1 && (total > 0 || cost > 0)) {
+        const newest = state.counts + cost > 0 ? precision : precision - 1
+        return admitted(floorUnits(remaining), start + size - now + newest * size, 0, undefined, label)
+      }
+    }
+    return decideSlidingWindow(state, now, policy, cost, label)
+  },
   take(state, now, { window, precision }, cost, spare) {
     const size = window / precision
     const start = alignedStart(now, size, state?.start)
