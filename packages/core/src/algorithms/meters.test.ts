@@ -90,6 +90,31 @@ describe('meters decide as the transitions do', () => {
     })
   }
 
+  it('sliding-window: a state read back from the pure functions decides and reads as it was', () => {
+    // Refunds and penalties hand the meter an array of counts; it keeps them without one when
+    // only the newest two sub-windows hold any, which this checks both ways.
+    const meter = meters['sliding-window']
+    const sparseCount = fc.oneof(fc.constant(0), fc.constant(0), fc.integer({ min: 1, max: 9 }))
+    fc.assert(
+      fc.property(
+        policyArb('sliding-window'),
+        fc.array(sparseCount, { minLength: 61, maxLength: 61 }),
+        fc.integer({ min: 0, max: 1500 }),
+        fc.integer({ min: 0, max: 4 }),
+        (policy, pool, offset, cost) => {
+          const size = policy.window / policy.precision
+          const start = 1_000_020 - (1_000_020 % size)
+          const state = { start, counts: pool.slice(0, policy.precision + 1) }
+          const kept = meter.fromState(state)
+          expect(plain('sliding-window', kept, policy)).toEqual(state)
+          const now = start + offset
+          expect(meter.decide(kept, now, policy, cost)).toEqual(step(state, now, policy, cost).outcome)
+        },
+      ),
+      { numRuns: 300 },
+    )
+  })
+
   it('sliding-log: a long run keeps the log compact (entries before head are dropped)', () => {
     const policy = parsePolicy({ limit: 1000, window: 1000, algorithm: 'sliding-log' })
     const meter = meters['sliding-log']
