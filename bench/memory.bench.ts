@@ -113,7 +113,10 @@ if (args.includes('--one')) {
   }
   const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number
   const bytes = (name: string) => median(samples.get(name) as number[])
-  console.log(`node ${process.version}; heap growth for ${KEYS} keys, one decision each; median of ${ROUNDS} rounds\n`)
+  console.log(
+    `node ${process.version}; heap growth for ${KEYS} keys, one decision each (busy rows: nine); ` +
+      `median of ${ROUNDS} rounds\n`,
+  )
   console.log('| store | bytes/key | vs express-rate-limit | vs rate-limiter-flexible |')
   console.log('|---|---:|---:|---:|')
   for (const name of NAMES) {
