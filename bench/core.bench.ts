@@ -11,6 +11,10 @@
  * sluice runs as built (`pnpm bench:core` builds @sluice/core's dist first) and the peers as
  * installed.
  *
+ * The "busy keys" row is the sliding window with a 1 s window (100 ms sub-windows): every key is
+ * decided every few milliseconds, so its counts spread over every sub-window and slide on each
+ * decision or so, where the 60 s rows keep each key's counts in one or two sub-windows.
+ *
  *   pnpm bench:core [--rounds 5] [--ops 300000]
  */
 import { execFileSync } from 'node:child_process'
@@ -35,7 +39,8 @@ const ERL = 'express-rate-limit MemoryStore'
 const RLF = 'rate-limiter-flexible RateLimiterMemory'
 const sluice = (algorithm: AlgorithmName, policies: 1 | 2) =>
   `sluice ${algorithm}, ${policies} ${policies === 1 ? 'policy' : 'policies'}`
-const NAMES = [FLOOR, CLOCK, ...ALGORITHMS.flatMap((a) => [sluice(a, 1), sluice(a, 2)]), ERL, RLF]
+const BUSY = 'sluice sliding-window, 1 policy, busy keys'
+const NAMES = [FLOOR, CLOCK, ...ALGORITHMS.flatMap((a) => [sluice(a, 1), sluice(a, 2)]), BUSY, ERL, RLF]
 
 /** Builds one contender's decide function (and its cleanup) by name. */
 function contender(name: string): { decide: (key: string) => Promise<unknown>; close?: () => void } {
@@ -58,6 +63,11 @@ function contender(name: string): { decide: (key: string) => Promise<unknown>; c
   }
   if (name === RLF) {
     const limiter = new RateLimiterMemory({ points: 1_000_000, duration: 60 })
+    return { decide: (key) => limiter.consume(key) }
+  }
+  if (name === BUSY) {
+    const limits = [{ limit: 1_000_000, window: 1_000 }]
+    const limiter = createLimiter({ limits, store: new MemoryStore({ maxKeys: 50_000 }) })
     return { decide: (key) => limiter.consume(key) }
   }
   const algorithm = ALGORITHMS.find((a) => name === sluice(a, 1) || name === sluice(a, 2)) as AlgorithmName

@@ -5,6 +5,10 @@
  * RateLimiterMemory. The key strings are made before the first measurement, so no row pays for
  * them (every store keeps a reference to its keys). Each row runs in a fresh process.
  *
+ * The "busy keys" rows decide every key nine times on a stepped clock, three each in three
+ * sub-windows of the minute policy (0, 6 s, 12 s) and, 100 ms apart, in three of the 1 s policy's:
+ * a key whose counts spread over several sub-windows, where the others show a key seen once.
+ *
  *   pnpm bench:memory [--keys 100000] [--rounds 3]
  */
 import { execFileSync } from 'node:child_process'
@@ -25,10 +29,27 @@ const ERL = 'express-rate-limit MemoryStore'
 const RLF = 'rate-limiter-flexible RateLimiterMemory'
 const sluice = (algorithm: AlgorithmName, policies: 1 | 2) =>
   `sluice ${algorithm}, ${policies} ${policies === 1 ? 'policy' : 'policies'}`
-const NAMES = [...ALGORITHMS.map((a) => sluice(a, 1)), sluice('sliding-window', 2), sluice('sliding-log', 2), ERL, RLF]
+const BUSY = ', busy keys'
+const NAMES = [
+  ...ALGORITHMS.map((a) => sluice(a, 1)),
+  sluice('sliding-window', 2),
+  sluice('sliding-log', 2),
+  sluice('sliding-window', 1) + BUSY,
+  sluice('sliding-window', 2) + BUSY,
+  ERL,
+  ERL + BUSY,
+  RLF,
+]
+/** The busy rows' clock steps (ms): every key is decided at each, all keys at one before the next. */
+const BUSY_STEPS = [0, 100, 200, 6000, 6100, 6200, 12_000, 12_100, 12_200]
+
+/** The clock the busy rows' stores read: a minute boundary, moved through BUSY_STEPS. */
+let clock = Math.ceil(Date.now() / 60_000) * 60_000
 
 /** One contender's decide function, by name (limits high: every key is admitted). */
-function contender(name: string): (key: string) => Promise<unknown> {
+function contender(row: string): (key: string) => Promise<unknown> {
+  const busy = row.endsWith(BUSY)
+  const name = busy ? row.slice(0, -BUSY.length) : row
   if (name === ERL) {
     const store = new ErlMemoryStore()
     store.init({ windowMs: 60_000 } as never)
@@ -42,7 +63,8 @@ function contender(name: string): (key: string) => Promise<unknown> {
   const minute: PolicyOptions = { limit: 100, window: 60_000, algorithm }
   const second: PolicyOptions = { limit: 10, window: 1_000, algorithm, name: 'burst' }
   const limits = name === sluice(algorithm, 1) ? [minute] : [minute, second]
-  const limiter = createLimiter({ limits, store: new MemoryStore({ maxKeys: 2 * KEYS }) })
+  const store = new MemoryStore({ maxKeys: 2 * KEYS, ...(busy ? { now: () => clock } : {}) })
+  const limiter = createLimiter({ limits, store })
   return (key) => limiter.consume(key)
 }
 
@@ -60,8 +82,12 @@ async function measureOne(name: string): Promise<void> {
   const decide = contender(name)
   // Warm the code on keys the count does not include, so compiled code is not counted as state.
   for (let i = 0; i < 1000; i++) await decide(`warm-${i}`)
+  const base = clock
   const before = heapUsed()
-  for (const key of keys) await decide(key)
+  for (const step of name.endsWith(BUSY) ? BUSY_STEPS : [0]) {
+    clock = base + step
+    for (const key of keys) await decide(key)
+  }
   const after = heapUsed()
   console.log((after - before) / KEYS)
   // Keep the store and keys alive until after the measurement.
@@ -87,7 +113,10 @@ if (args.includes('--one')) {
   }
   const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number
   const bytes = (name: string) => median(samples.get(name) as number[])
-  console.log(`node ${process.version}; heap growth for ${KEYS} keys, one decision each; median of ${ROUNDS} rounds\n`)
+  console.log(
+    `node ${process.version}; heap growth for ${KEYS} keys, one decision each (busy rows: nine); ` +
+      `median of ${ROUNDS} rounds\n`,
+  )
   console.log('| store | bytes/key | vs express-rate-limit | vs rate-limiter-flexible |')
   console.log('|---|---:|---:|---:|')
   for (const name of NAMES) {
@@ -97,4 +126,5 @@ if (args.includes('--one')) {
     )
   }
   console.log('\n"vs" columns: this row\'s bytes ÷ the peer\'s (below 1: this row holds less).')
+  console.log('Busy keys: nine decisions per key over three sub-windows of each policy (see the top of this file).')
 }

@@ -408,7 +408,7 @@ function statesOf(entry: Entry, plan: Plan, now: number): (AlgorithmState | unde
     const slot = liveSlot(entry, index, now)
     const meter = plan.meters[i]
     if (slot === undefined) return undefined
-    return meter === undefined ? (slot as Held).state : meter.toState(slot)
+    return meter === undefined ? (slot as Held).state : meter.toState(slot, plan.set.policies[i] as Policy)
   })
 }
 

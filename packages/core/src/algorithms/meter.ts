@@ -20,8 +20,8 @@ export interface Meter<M extends Kept> {
    * time (objects that have lived long are the costly garbage).
    */
   take(state: M | undefined, now: number, policy: Policy, cost: number, spare?: M): M
-  /** The state as the pure functions (refund, penalize) read it; may be the same object. */
-  toState(state: M): unknown
+  /** The state as the pure functions (refund, penalize) read it, for `policy`; may be the same object. */
+  toState(state: M, policy: Policy): unknown
   /** A state the pure functions returned, as this meter keeps it (expiry 0). */
   fromState(state: unknown): M
 }

@@ -20,12 +20,20 @@ export interface SlidingWindowState {
   readonly counts: readonly number[]
 }
 
-/** As a meter keeps it (see `slidingWindowMeter`): `precision + 1` counts and their running total. */
+/**
+ * As a meter keeps it (see `slidingWindowMeter`): the counts and their running total. While every
+ * count sits in the newest two sub-windows (most keys see a few requests close together), `counts`
+ * is the newest one's count and the other is `total − counts`: no array per key. The array of
+ * `precision + 1` counts is made when a third sub-window would hold one, and then kept.
+ */
 interface RunningWindow extends Kept {
   start: number
-  counts: number[]
+  counts: number[] | number
   total: number
 }
+
+/** Counts as `decideSlidingWindow` reads them: a transition's array, or a meter's compact form. */
+type Counts = readonly number[] | number
 
 /**
  * Estimates the count over the last window as the full sub-windows inside it plus the oldest
@@ -49,7 +57,7 @@ export const slidingWindow: Transition<SlidingWindowState> = (state, now, policy
  * first (as the Lua mirror does), so a running total gives the same float as a loop would.
  */
 function decideSlidingWindow(
-  state: (SlidingWindowState & { readonly total?: number }) | undefined,
+  state: { readonly start: number; readonly counts: Counts; readonly total?: number } | undefined,
   now: number,
   policy: Policy,
   cost: number,
@@ -62,30 +70,42 @@ function decideSlidingWindow(
   // Starts are multiples of `size`, so the shift is a whole number of sub-windows.
   const shift = state === undefined ? precision + 1 : shiftOf(state.start, start, size)
   const counts = state === undefined ? NONE : state.counts
+  // The stored total, which the compact form needs to read its older count.
+  const stored = state?.total ?? 0
   let total = 0
   if (shift <= precision) {
     if (state?.total === undefined) {
-      for (let i = shift; i <= precision; i++) total += counts[i] ?? 0
+      for (let i = shift; i <= precision; i++) total += countIn(counts, stored, precision, i)
     } else {
       // The running total less the sub-windows that slid out: O(1) per sub-window passed.
-      total = state.total
-      for (let i = 0; i < shift; i++) total -= counts[i] as number
+      total = stored
+      for (let i = 0; i < shift; i++) total -= countIn(counts, stored, precision, i)
     }
   }
-  const oldest = shift <= precision ? (counts[shift] ?? 0) : 0
+  const oldest = shift <= precision ? countIn(counts, stored, precision, shift) : 0
   const left = start + size - now
   const estimate = (oldest * left) / size + (total - oldest)
 
   if (estimate + cost > limit + 1e-9) {
-    const wait = timeUntilBelow(counts, shift, 0, precision, left, size, estimate + cost - limit)
-    return denied(floorUnits(limit - estimate), resetAfterOf(counts, shift, 0, precision, left, size), wait, label)
+    const wait = timeUntilBelow(counts, stored, shift, 0, precision, left, size, estimate + cost - limit)
+    const resetAfter = resetAfterOf(counts, stored, shift, 0, precision, left, size)
+    return denied(floorUnits(limit - estimate), resetAfter, wait, label)
   }
   const remaining = floorUnits(limit - estimate - cost)
   const nextAfter =
     remaining === 0
-      ? Math.max(1, timeUntilBelow(counts, shift, cost, precision, left, size, estimate + cost + 1 - limit))
+      ? Math.max(1, timeUntilBelow(counts, stored, shift, cost, precision, left, size, estimate + cost + 1 - limit))
       : undefined
-  return admitted(remaining, resetAfterOf(counts, shift, cost, precision, left, size), 0, nextAfter, label)
+  return admitted(remaining, resetAfterOf(counts, stored, shift, cost, precision, left, size), 0, nextAfter, label)
+}
+
+/**
+ * The count of sub-window `i` (0 the oldest): from the array, or from the compact form (see
+ * `RunningWindow`), `total` being the state's stored running total.
+ */
+function countIn(counts: Counts, total: number, precision: number, i: number): number {
+  if (typeof counts !== 'number') return counts[i] ?? 0
+  return i === precision ? counts : i === precision - 1 ? total - counts : 0
 }
 
 const NONE: readonly number[] = []
@@ -96,21 +116,59 @@ const NONE: readonly number[] = []
  * the precision.
  */
 export const slidingWindowMeter: Meter<RunningWindow> = {
-  decide: decideSlidingWindow,
+  decide(state, now, policy, cost, label) {
+    // The common case inline: compact counts, still in their sub-window, quota to spare. The
+    // oldest sub-window (index 0 of 3 or more) is empty then, so the estimate is the total, and
+    // the reset is from the newest non-empty sub-window: as `decideSlidingWindow` works them out.
+    const { limit, precision } = policy
+    if (state !== undefined && typeof state.counts === 'number' && precision > 1) {
+      const size = policy.window / precision
+      const { start, total } = state
+      const remaining = limit - total - cost
+      if (now >= start && now - start < size && remaining >= 1 && (total > 0 || cost > 0)) {
+        const newest = state.counts + cost > 0 ? precision : precision - 1
+        return admitted(floorUnits(remaining), start + size - now + newest * size, 0, undefined, label)
+      }
+    }
+    return decideSlidingWindow(state, now, policy, cost, label)
+  },
   take(state, now, { window, precision }, cost, spare) {
     const size = window / precision
     const start = alignedStart(now, size, state?.start)
     if (state === undefined) {
-      const counts = spare?.counts ?? new Array<number>(precision + 1)
-      counts.fill(0)
-      counts[precision] = cost
-      if (spare === undefined) return { start, counts, total: cost, expiry: 0 }
+      if (spare === undefined) return { start, counts: cost, total: cost, expiry: 0 }
+      // A spare keeps its form: an array it has is reused rather than left as old garbage.
+      if (typeof spare.counts === 'number') spare.counts = cost
+      else {
+        spare.counts.fill(0)
+        spare.counts[precision] = cost
+      }
       spare.start = start
       spare.total = cost
       return spare
     }
-    const { counts } = state
     const shift = shiftOf(state.start, start, size)
+    state.start = start
+    let { counts } = state
+    if (typeof counts === 'number') {
+      const older = state.total - counts
+      if (shift === 0) {
+        state.counts = counts + cost
+        state.total += cost
+        return state
+      }
+      // Still compact if, after the shift, no count lands below the newest two sub-windows.
+      if ((counts === 0 || shift === 1 || shift > precision) && (older === 0 || shift >= precision)) {
+        const kept = shift === 1 ? counts : 0
+        state.counts = cost
+        state.total = kept + cost
+        return state
+      }
+      counts = new Array<number>(precision + 1).fill(0)
+      counts[precision] = state.counts as number
+      counts[precision - 1] = older
+      state.counts = counts
+    }
     if (shift > precision) {
       counts.fill(0)
       state.total = 0
@@ -119,17 +177,28 @@ export const slidingWindowMeter: Meter<RunningWindow> = {
       for (let i = 0; i < shift; i++) state.total -= counts[i] as number
       for (let i = 0; i <= precision; i++) counts[i] = i + shift <= precision ? (counts[i + shift] as number) : 0
     }
-    state.start = start
     counts[precision] = (counts[precision] as number) + cost
     state.total += cost
     return state
   },
-  toState: (state) => state,
+  toState(state, { precision }) {
+    const { start, counts, total } = state
+    if (typeof counts !== 'number') return state
+    const array = new Array<number>(precision + 1).fill(0)
+    array[precision] = counts
+    array[precision - 1] = total - counts
+    return { start, counts: array }
+  },
   fromState(state) {
     const { start, counts } = state as SlidingWindowState
+    const newest = counts.length - 1
     let total = 0
-    for (const count of counts) total += count
-    return { start, counts: counts.slice(), total, expiry: 0 }
+    let compact = true
+    for (let i = 0; i <= newest; i++) {
+      total += counts[i] as number
+      if (i < newest - 1 && counts[i] !== 0) compact = false
+    }
+    return { start, counts: compact ? (counts[newest] as number) : counts.slice(), total, expiry: 0 }
   },
 }
 
@@ -185,8 +254,8 @@ function shifted(state: SlidingWindowState | undefined, start: number, size: num
 }
 
 /** The count of sub-window `i` (0 the oldest) seen `shift` sub-windows on, with `extra` in the newest. */
-function countAt(counts: readonly number[], shift: number, extra: number, precision: number, i: number): number {
-  const count = i + shift <= precision ? (counts[i + shift] ?? 0) : 0
+function countAt(counts: Counts, total: number, shift: number, extra: number, precision: number, i: number): number {
+  const count = i + shift <= precision ? countIn(counts, total, precision, i + shift) : 0
   return i === precision ? count + extra : count
 }
 
@@ -195,7 +264,8 @@ function countAt(counts: readonly number[], shift: number, extra: number, precis
  * sliding out: walk those segments until `excess` has drained.
  */
 function timeUntilBelow(
-  counts: readonly number[],
+  counts: Counts,
+  total: number,
   shift: number,
   extra: number,
   precision: number,
@@ -206,7 +276,7 @@ function timeUntilBelow(
   let elapsed = 0
   let need = excess
   for (let i = 0; i <= precision; i++) {
-    const count = countAt(counts, shift, extra, precision, i)
+    const count = countAt(counts, total, shift, extra, precision, i)
     const span = i === 0 ? left : size
     const drop = (count * span) / size
     if (count > 0 && drop >= need - 1e-9) return ceilMs(elapsed + (need * size) / count)
@@ -217,7 +287,8 @@ function timeUntilBelow(
 }
 
 function resetAfterOf(
-  counts: readonly number[],
+  counts: Counts,
+  total: number,
   shift: number,
   extra: number,
   precision: number,
@@ -225,7 +296,7 @@ function resetAfterOf(
   size: number,
 ): number {
   for (let i = precision; i >= 0; i--) {
-    if (countAt(counts, shift, extra, precision, i) > 0) return i === 0 ? left : left + i * size
+    if (countAt(counts, total, shift, extra, precision, i) > 0) return i === 0 ? left : left + i * size
   }
   return 0
 }
