@@ -15,9 +15,13 @@ export interface SlidingLogState {
  * As a meter keeps it (see `slidingLogMeter`): entries before `head` are gone; `used` is the cost
  * from `head` on. `costs` is undefined while every admission has cost 1: the log is then one
  * entry per unit (same-millisecond admissions not merged), one array per key rather than two.
+ *
+ * While the log holds one entry (most keys see one request per window), it is kept without an
+ * array: `times` is that entry's time, `used` its cost (`costs` undefined and `head` 0). The
+ * arrays are made when a second entry is added, and then kept.
  */
 interface SlidingLogDeque extends Kept {
-  times: number[]
+  times: number[] | number
   costs: number[] | undefined
   head: number
   used: number
@@ -121,25 +125,56 @@ function leavingAfter(
 }
 
 /**
+ * The outcome `decideSlidingLog` gives for a log of one entry, at `time` with cost `held`: the
+ * same arithmetic on the same values, without its loops.
+ */
+function decideOne(time: number, held: number, now: number, policy: Policy, cost: number, label?: Policy): Outcome {
+  const { limit, window } = policy
+  if (time <= now - window) return decideSlidingLog(undefined, now, policy, cost, label)
+  if (held + cost > limit) {
+    // The excess left after this entry leaves: more than the log holds gives no time (as the loop).
+    const leaves = held + cost - limit - held > 0 ? Number.NaN : time + window - now
+    return denied(Math.max(0, limit - held), time + window - now, leaves, label)
+  }
+  // `held` is 0 only after a store's consume of cost 0; then the unit freed is the one admitted now.
+  const leaving = Math.max(1, (1 - held > 0 ? now : time) + window - now)
+  if (cost === 0) {
+    return admitted(limit - held, time + window - now, 0, held === limit ? leaving : undefined, label)
+  }
+  return admitted(limit - held - cost, window, 0, held + cost === limit ? leaving : undefined, label)
+}
+
+/**
  * The sliding log on a state kept and changed in place (see `Meter`): a deque with a head
  * index, no copy of the log per request. Expired entries are dropped by moving `head`, and the
  * live ones move down once the dead ones are at least half the log, so each entry is moved at
- * most a few times (O(1) amortised).
+ * most a few times (O(1) amortised). A log of one entry is kept without arrays (see
+ * `SlidingLogDeque`).
  */
 export const slidingLogMeter: Meter<SlidingLogDeque> = {
-  decide: decideSlidingLog,
+  decide(state, now, policy, cost, label) {
+    if (state === undefined || typeof state.times !== 'number') {
+      return decideSlidingLog(state as LogView | undefined, now, policy, cost, label)
+    }
+    return decideOne(state.times, state.used, now, policy, cost, label)
+  },
   take(live, now, { window }, cost, spare) {
     if (live === undefined) {
-      if (spare === undefined) {
-        return { times: [now], costs: cost === 1 ? undefined : [cost], head: 0, used: cost, expiry: 0 }
+      if (spare === undefined) return { times: now, costs: undefined, head: 0, used: cost, expiry: 0 }
+      // Expired or reset: none of its entries count any more. A spare keeps its form: arrays it
+      // has are reused rather than left as old garbage.
+      if (typeof spare.times === 'number') {
+        spare.times = now
+        spare.used = cost
+        return spare
       }
-      // Expired or reset: none of its entries count any more.
       spare.times.length = 0
       spare.costs = undefined
       spare.head = 0
       spare.used = 0
     }
     const state = (live ?? spare) as SlidingLogDeque
+    if (typeof state.times === 'number') return takeOne(state, state.times, now, window, cost)
     const { times } = state
     let { head, used, costs } = state
     while (head < times.length && (times[head] as number) <= now - window) used -= costAt(costs, head++)
@@ -176,6 +211,7 @@ export const slidingLogMeter: Meter<SlidingLogDeque> = {
   },
   toState(state) {
     const { times, costs, head } = state
+    if (typeof times === 'number') return { times: [times], costs: [state.used] }
     if (costs !== undefined) {
       return head === 0 ? { times, costs } : { times: times.slice(head), costs: costs.slice(head) }
     }
@@ -195,10 +231,41 @@ export const slidingLogMeter: Meter<SlidingLogDeque> = {
   },
   fromState(state) {
     const { times, costs } = state as SlidingLogState
+    if (times.length === 1) {
+      return { times: times[0] as number, costs: undefined, head: 0, used: costs[0] as number, expiry: 0 }
+    }
     let used = 0
     for (const cost of costs) used += cost
     return { times: times.slice(), costs: costs.slice(), head: 0, used, expiry: 0 }
   },
+}
+
+/**
+ * `take` on a log of one entry (at `time`, cost `state.used`): an expired entry is replaced and
+ * one at `now` takes the cost, both without arrays; a second entry makes them, in the form the
+ * deque keeps (one entry per unit while every cost is 1).
+ */
+function takeOne(state: SlidingLogDeque, time: number, now: number, window: number, cost: number): SlidingLogDeque {
+  const held = state.used
+  if (time <= now - window) {
+    state.times = now
+    state.used = cost
+    return state
+  }
+  state.used = held + cost
+  const units = held === 1 && cost === 1
+  if (time === now && !units) return state
+  // Made with one entry and grown by a push, as a new key's arrays were before this form: a busy
+  // key's arrays get the capacity they had (a literal of two would grow to more).
+  const times = [time]
+  times.push(now)
+  state.times = times
+  if (!units) {
+    const costs = [held]
+    costs.push(cost)
+    state.costs = costs
+  }
+  return state
 }
 
 /**
