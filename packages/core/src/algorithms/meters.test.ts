@@ -115,6 +115,40 @@ describe('meters decide as the transitions do', () => {
     )
   })
 
+  it('sliding-log: a state read back from the pure functions decides, reads and takes as it was', () => {
+    // Refunds and penalties hand the meter arrays; it keeps a log of one entry without them,
+    // which this checks both ways, then with one more admission (arrays made, or not).
+    const meter = meters['sliding-log']
+    const entryArb = fc.record({ age: fc.integer({ min: 0, max: 1600 }), cost: fc.integer({ min: 1, max: 4 }) })
+    const logArb = fc.oneof(
+      fc.array(entryArb, { minLength: 1, maxLength: 1 }),
+      fc.array(entryArb, { minLength: 0, maxLength: 4 }),
+    )
+    fc.assert(
+      fc.property(
+        policyArb('sliding-log'),
+        logArb,
+        fc.integer({ min: 0, max: 1600 }),
+        fc.integer({ min: 0, max: 4 }),
+        (policy, entries, gap, cost) => {
+          const at = 1_000_000
+          // Oldest first, one entry per millisecond, as the transition keeps them.
+          const times = [...new Set(entries.map(({ age }) => at - age))].sort((a, b) => a - b)
+          const state = { times, costs: times.map((_, i) => (entries[i] as { cost: number }).cost) }
+          const kept = meter.fromState(state)
+          expect(plain('sliding-log', kept, policy)).toEqual(state)
+          const now = at + gap
+          const result = step(state, now, policy, cost)
+          expect(meter.decide(kept, now, policy, cost)).toEqual(result.outcome)
+          if (result.outcome.allowed && cost > 0) {
+            expect(plain('sliding-log', meter.take(kept, now, policy, cost), policy)).toEqual(result.state)
+          }
+        },
+      ),
+      { numRuns: 300 },
+    )
+  })
+
   it('sliding-log: a long run keeps the log compact (entries before head are dropped)', () => {
     const policy = parsePolicy({ limit: 1000, window: 1000, algorithm: 'sliding-log' })
     const meter = meters['sliding-log']
