@@ -7,7 +7,8 @@
  *
  * The "busy keys" rows decide every key nine times on a stepped clock, three each in three
  * sub-windows of the minute policy (0, 6 s, 12 s) and, 100 ms apart, in three of the 1 s policy's:
- * a key whose counts spread over several sub-windows, where the others show a key seen once.
+ * a key whose counts spread over several sub-windows (for the sliding log: the minute policy's log
+ * holds all nine entries, the 1 s policy's up to three), where the others show a key seen once.
  *
  *   pnpm bench:memory [--keys 100000] [--rounds 3]
  */
@@ -36,6 +37,8 @@ const NAMES = [
   sluice('sliding-log', 2),
   sluice('sliding-window', 1) + BUSY,
   sluice('sliding-window', 2) + BUSY,
+  sluice('sliding-log', 1) + BUSY,
+  sluice('sliding-log', 2) + BUSY,
   ERL,
   ERL + BUSY,
   RLF,
