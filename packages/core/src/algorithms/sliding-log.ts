@@ -12,19 +12,31 @@ export interface SlidingLogState {
 }
 
 /**
- * As a meter keeps it (see `slidingLogMeter`): entries before `head` are gone; `used` is the cost
- * from `head` on. `costs` is undefined while every admission has cost 1: the log is then one
- * entry per unit (same-millisecond admissions not merged), one array per key rather than two.
- *
- * While the log holds one entry (most keys see one request per window), it is kept without an
- * array: `times` is that entry's time, `used` its cost (`costs` undefined and `head` 0). The
- * arrays are made when a second entry is added, and then kept.
+ * As a meter keeps it (see `slidingLogMeter`): a log of one entry (most keys see one request per
+ * window) without arrays, or the deque, made when a second entry is added and then kept.
  */
-interface SlidingLogDeque extends Kept {
-  times: number[] | number
+type SlidingLogDeque = OneEntry | LogArrays
+
+/** A log of one entry: its time and cost, and no fields the deque needs (the object is smaller). */
+interface OneEntry extends Kept {
+  times: number
+  used: number
+}
+
+/**
+ * Entries before `head` are gone; `used` is the cost from `head` on. `costs` is undefined while
+ * every admission has cost 1: the log is then one entry per unit (same-millisecond admissions not
+ * merged), one array per key rather than two.
+ */
+interface LogArrays extends Kept {
+  times: number[]
   costs: number[] | undefined
   head: number
   used: number
+}
+
+function isOne(state: SlidingLogDeque): state is OneEntry {
+  return typeof state.times === 'number'
 }
 
 /** A log as `decideSlidingLog` reads it: the transition's state or a meter's deque. */
@@ -148,22 +160,20 @@ function decideOne(time: number, held: number, now: number, policy: Policy, cost
  * The sliding log on a state kept and changed in place (see `Meter`): a deque with a head
  * index, no copy of the log per request. Expired entries are dropped by moving `head`, and the
  * live ones move down once the dead ones are at least half the log, so each entry is moved at
- * most a few times (O(1) amortised). A log of one entry is kept without arrays (see
- * `SlidingLogDeque`).
+ * most a few times (O(1) amortised). A log of one entry is kept without arrays (`OneEntry`);
+ * `take` returns a new object when a second entry makes them.
  */
 export const slidingLogMeter: Meter<SlidingLogDeque> = {
   decide(state, now, policy, cost, label) {
-    if (state === undefined || typeof state.times !== 'number') {
-      return decideSlidingLog(state as LogView | undefined, now, policy, cost, label)
-    }
+    if (state === undefined || !isOne(state)) return decideSlidingLog(state, now, policy, cost, label)
     return decideOne(state.times, state.used, now, policy, cost, label)
   },
   take(live, now, { window }, cost, spare) {
     if (live === undefined) {
-      if (spare === undefined) return { times: now, costs: undefined, head: 0, used: cost, expiry: 0 }
+      if (spare === undefined) return { times: now, used: cost, expiry: 0 }
       // Expired or reset: none of its entries count any more. A spare keeps its form: arrays it
       // has are reused rather than left as old garbage.
-      if (typeof spare.times === 'number') {
+      if (isOne(spare)) {
         spare.times = now
         spare.used = cost
         return spare
@@ -174,7 +184,7 @@ export const slidingLogMeter: Meter<SlidingLogDeque> = {
       spare.used = 0
     }
     const state = (live ?? spare) as SlidingLogDeque
-    if (typeof state.times === 'number') return takeOne(state, state.times, now, window, cost)
+    if (isOne(state)) return takeOne(state, now, window, cost)
     const { times } = state
     let { head, used, costs } = state
     while (head < times.length && (times[head] as number) <= now - window) used -= costAt(costs, head++)
@@ -210,8 +220,8 @@ export const slidingLogMeter: Meter<SlidingLogDeque> = {
     return state
   },
   toState(state) {
+    if (isOne(state)) return { times: [state.times], costs: [state.used] }
     const { times, costs, head } = state
-    if (typeof times === 'number') return { times: [times], costs: [state.used] }
     if (costs !== undefined) {
       return head === 0 ? { times, costs } : { times: times.slice(head), costs: costs.slice(head) }
     }
@@ -232,7 +242,7 @@ export const slidingLogMeter: Meter<SlidingLogDeque> = {
   fromState(state) {
     const { times, costs } = state as SlidingLogState
     if (times.length === 1) {
-      return { times: times[0] as number, costs: undefined, head: 0, used: costs[0] as number, expiry: 0 }
+      return { times: times[0] as number, used: costs[0] as number, expiry: 0 }
     }
     let used = 0
     for (const cost of costs) used += cost
@@ -241,31 +251,29 @@ export const slidingLogMeter: Meter<SlidingLogDeque> = {
 }
 
 /**
- * `take` on a log of one entry (at `time`, cost `state.used`): an expired entry is replaced and
- * one at `now` takes the cost, both without arrays; a second entry makes them, in the form the
- * deque keeps (one entry per unit while every cost is 1).
+ * `take` on a log of one entry: an expired entry is replaced and one at `now` takes the cost, in
+ * place; a second entry makes the deque (one entry per unit while every cost is 1), a new object.
  */
-function takeOne(state: SlidingLogDeque, time: number, now: number, window: number, cost: number): SlidingLogDeque {
-  const held = state.used
+function takeOne(state: OneEntry, now: number, window: number, cost: number): SlidingLogDeque {
+  const { times: time, used: held } = state
   if (time <= now - window) {
     state.times = now
     state.used = cost
     return state
   }
-  state.used = held + cost
   const units = held === 1 && cost === 1
-  if (time === now && !units) return state
+  if (time === now && !units) {
+    state.used = held + cost
+    return state
+  }
   // Made with one entry and grown by a push, as a new key's arrays were before this form: a busy
   // key's arrays get the capacity they had (a literal of two would grow to more).
   const times = [time]
   times.push(now)
-  state.times = times
-  if (!units) {
-    const costs = [held]
-    costs.push(cost)
-    state.costs = costs
-  }
-  return state
+  if (units) return { times, costs: undefined, head: 0, used: 2, expiry: 0 }
+  const costs = [held]
+  costs.push(cost)
+  return { times, costs, head: 0, used: held + cost, expiry: 0 }
 }
 
 /**
