@@ -2,7 +2,7 @@ import type { Policy } from '../policy.js'
 import type { BlockState } from './block.js'
 import type { FixedWindowState } from './fixed-window.js'
 import type { GcraState } from './gcra.js'
-import type { SlidingLogState } from './sliding-log.js'
+import { appended, type SlidingLogState } from './sliding-log.js'
 import type { SlidingWindowState } from './sliding-window.js'
 import type { TokenBucketState } from './token-bucket.js'
 
@@ -31,21 +31,8 @@ export const penalizeSlidingWindow: Penalty<SlidingWindowState> = (state, now, {
   return { start, counts }
 }
 
-export const penalizeSlidingLog: Penalty<SlidingLogState> = (state, now, { window }, cost) => {
-  const times = state?.times ?? []
-  const costs = state?.costs ?? []
-  let first = 0
-  while (first < times.length && (times[first] as number) <= now - window) first++
-  const nextTimes = times.slice(first)
-  const nextCosts = costs.slice(first)
-  if (nextTimes.length > 0 && nextTimes[nextTimes.length - 1] === now) {
-    nextCosts[nextCosts.length - 1] = (nextCosts[nextCosts.length - 1] as number) + cost
-  } else {
-    nextTimes.push(now)
-    nextCosts.push(cost)
-  }
-  return { times: nextTimes, costs: nextCosts }
-}
+export const penalizeSlidingLog: Penalty<SlidingLogState> = (state, now, { window }, cost) =>
+  appended(state, now, window, cost)
 
 export const penalizeTokenBucket: Penalty<TokenBucketState> = (state, now, { limit, window, burst }, cost) => {
   const capacity = burst * window

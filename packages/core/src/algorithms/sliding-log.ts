@@ -59,9 +59,22 @@ const COMPACT_AT = 32
 export const slidingLog: Transition<SlidingLogState> = (state, now, policy, cost) => {
   const outcome = decideSlidingLog(state, now, policy, cost)
   if (!outcome.allowed || cost === 0) return { state: state as SlidingLogState, outcome }
+  return { state: appended(state, now, policy.window, cost), outcome }
+}
+
+/**
+ * A new log: the entries of `state` still inside the window, and `cost` at `now` (added to the
+ * newest entry when it is at `now`). What an admission writes, and a penalty too.
+ */
+export function appended(
+  state: SlidingLogState | undefined,
+  now: number,
+  window: number,
+  cost: number,
+): SlidingLogState {
   const times = state?.times ?? []
   const costs = state?.costs ?? []
-  const first = firstLive(times, 0, now - policy.window)
+  const first = firstLive(times, 0, now - window)
   const nextTimes = times.slice(first)
   const nextCosts = costs.slice(first)
   if (nextTimes.length > 0 && nextTimes[nextTimes.length - 1] === now) {
@@ -70,7 +83,7 @@ export const slidingLog: Transition<SlidingLogState> = (state, now, policy, cost
     nextTimes.push(now)
     nextCosts.push(cost)
   }
-  return { state: { times: nextTimes, costs: nextCosts }, outcome }
+  return { times: nextTimes, costs: nextCosts }
 }
 
 /** The index of the first entry from `from` still inside the window (time > `expired`). */
