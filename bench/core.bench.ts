@@ -15,7 +15,13 @@
  * decided every few milliseconds, so its counts spread over every sub-window and slide on each
  * decision or so, where the 60 s rows keep each key's counts in one or two sub-windows.
  *
- *   pnpm bench:core [--rounds 5] [--ops 300000]
+ * Each child warms up with at least as many decisions as it measures and for at least 1.5 s of
+ * wall time: the 1 s policies' sub-windows and logs turn over in that time, and the recompilation
+ * that causes (on a compiler thread, whose CPU time process.cpuUsage counts) is over before the
+ * measured decisions start. With a 60 ms warm-up the two-policy sliding window read 250 or 400+ ns
+ * from one run to the next, depending on where that work landed.
+ *
+ *   pnpm bench:core [--rounds 5] [--ops 300000] [--warm-ms 1500]
  */
 import { execFileSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
@@ -31,6 +37,7 @@ const option = (name: string, fallback: string) => {
 }
 const ROUNDS = Number(option('rounds', '5'))
 const OPS = Number(option('ops', '300000'))
+const WARM_MS = Number(option('warm-ms', '1500'))
 const KEYS = Array.from({ length: 10_000 }, (_, i) => `198.51.${(i >> 8) & 255}.${i & 255}`)
 
 const FLOOR = 'floor: awaited Map counter'
@@ -81,7 +88,8 @@ function contender(name: string): { decide: (key: string) => Promise<unknown>; c
 /** In a child: warm up, then print the CPU time (user + system) per decision, not wall time. */
 async function measureOne(name: string): Promise<void> {
   const { decide, close } = contender(name)
-  for (let i = 0; i < OPS; i++) await decide(KEYS[i % KEYS.length] as string)
+  const warmUntil = performance.now() + WARM_MS
+  for (let i = 0; i < OPS || performance.now() < warmUntil; i++) await decide(KEYS[i % KEYS.length] as string)
   const start = process.cpuUsage()
   for (let i = 0; i < OPS; i++) await decide(KEYS[i % KEYS.length] as string)
   const { user, system } = process.cpuUsage(start)
@@ -110,9 +118,11 @@ if (args.includes('--one')) {
   for (let round = 0; round < ROUNDS; round++) {
     for (let i = 0; i < NAMES.length; i++) {
       const name = NAMES[(i + round) % NAMES.length] as string
-      const output = execFileSync(process.execPath, [script, '--one', name, '--ops', String(OPS)], {
-        encoding: 'utf8',
-      })
+      const output = execFileSync(
+        process.execPath,
+        [script, '--one', name, '--ops', String(OPS), '--warm-ms', String(WARM_MS)],
+        { encoding: 'utf8' },
+      )
       samples.get(name)?.push(Number(output.trim().split('\n').pop()))
     }
     process.stderr.write(`round ${round + 1}/${ROUNDS} done\n`)
@@ -121,7 +131,7 @@ if (args.includes('--one')) {
   const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number
   const ns = (name: string) => median(samples.get(name) as number[])
   console.log(
-    `node ${process.version}; ${OPS} awaited decisions over ${KEYS.length} keys after as many to warm up; ` +
+    `node ${process.version}; ${OPS} awaited decisions over ${KEYS.length} keys after as many, and at least ${WARM_MS} ms, to warm up; ` +
       `each in a fresh process; CPU ns per decision, median of ${ROUNDS} rounds\n`,
   )
   console.log('| contender | CPU ns/decision | × floor | vs express-rate-limit | vs rate-limiter-flexible |')

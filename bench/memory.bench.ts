@@ -2,8 +2,10 @@
  * Heap bytes per key: how much the heap grows (after full garbage collections) when a store
  * holds N keys, each decided once. sluice's MemoryStore (each algorithm, one policy; the default
  * sliding window also with two) beside express-rate-limit's MemoryStore and rate-limiter-flexible's
- * RateLimiterMemory. The key strings are made before the first measurement, so no row pays for
- * them (every store keeps a reference to its keys). Each row runs in a fresh process.
+ * RateLimiterMemory, and each peer twice over (a store per limit, as their users stack two for
+ * 100/min plus 10/s), beside sluice's two-policy rows. The key strings are made before the first
+ * measurement, so no row pays for them (every store keeps a reference to its keys). Each row runs
+ * in a fresh process.
  *
  * The "busy keys" rows decide every key nine times on a stepped clock, three each in three
  * sub-windows of the minute policy (0, 6 s, 12 s) and, 100 ms apart, in three of the 1 s policy's:
@@ -28,6 +30,7 @@ const ROUNDS = Number(option('rounds', '3'))
 
 const ERL = 'express-rate-limit MemoryStore'
 const RLF = 'rate-limiter-flexible RateLimiterMemory'
+const TWO = ', 2 stores (100/min and 10/s)'
 const sluice = (algorithm: AlgorithmName, policies: 1 | 2) =>
   `sluice ${algorithm}, ${policies} ${policies === 1 ? 'policy' : 'policies'}`
 const BUSY = ', busy keys'
@@ -42,6 +45,9 @@ const NAMES = [
   ERL,
   ERL + BUSY,
   RLF,
+  ERL + TWO,
+  ERL + TWO + BUSY,
+  RLF + TWO,
 ]
 /** The busy rows' clock steps (ms): every key is decided at each, all keys at one before the next. */
 const BUSY_STEPS = [0, 100, 200, 6000, 6100, 6200, 12_000, 12_100, 12_200]
@@ -53,6 +59,18 @@ let clock = Math.ceil(Date.now() / 60_000) * 60_000
 function contender(row: string): (key: string) => Promise<unknown> {
   const busy = row.endsWith(BUSY)
   const name = busy ? row.slice(0, -BUSY.length) : row
+  if (name === ERL + TWO) {
+    const minute = new ErlMemoryStore()
+    minute.init({ windowMs: 60_000 } as never)
+    const second = new ErlMemoryStore()
+    second.init({ windowMs: 1_000 } as never)
+    return async (key) => [await minute.increment(key), await second.increment(key)]
+  }
+  if (name === RLF + TWO) {
+    const minute = new RateLimiterMemory({ points: 100, duration: 60 })
+    const second = new RateLimiterMemory({ points: 10, duration: 1 })
+    return async (key) => [await minute.consume(key), await second.consume(key)]
+  }
   if (name === ERL) {
     const store = new ErlMemoryStore()
     store.init({ windowMs: 60_000 } as never)

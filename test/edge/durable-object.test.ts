@@ -42,7 +42,15 @@ async function get<T>(path: string): Promise<T> {
   return JSON.parse(text) as T
 }
 
-type Call = { op: string; key: string; limits: unknown[]; cost?: number; duration?: number; shards?: number }
+type Call = {
+  op: string
+  key: string
+  limits: unknown[]
+  cost?: number
+  duration?: number
+  shards?: number
+  locationHint?: string
+}
 const call = (body: Call, on?: Miniflare) => post<Decision | null>('/limiter', body, on)
 
 describe('@sluice/cloudflare in workerd', () => {
@@ -73,6 +81,17 @@ describe('@sluice/cloudflare in workerd', () => {
       }),
     )
     expect(admitted).toEqual(algorithms.map(() => 15))
+  })
+
+  it("workerd's namespace.get takes the store's location hint (Node tests check it is passed)", async () => {
+    const limits = ['2/h']
+    const hinted = { op: 'consume', key: 'hinted', limits, locationHint: 'weur' }
+    const decisions = [await call(hinted), await call(hinted), await call(hinted)] as Decision[]
+    expect(decisions.map((d) => [d.allowed, d.remaining, d.source])).toEqual([
+      [true, 1, 'store'],
+      [true, 0, 'store'],
+      [false, 0, 'store'],
+    ])
   })
 
   it('decides multi-limit sets all-or-nothing', async () => {

@@ -1,6 +1,6 @@
 // DurableObjectStore in Node, on a namespace of RateLimiterObjects over in-memory storage: the
 // routing, the clock it sends and what it does with an error. The workerd tests run it for real.
-import { parsePolicies } from '@sluice/core'
+import { ConfigError, parsePolicies } from '@sluice/core'
 import { describe, expect, it } from 'vitest'
 import { FakeStorage } from './fake-storage.test-util.js'
 import { RateLimiterObject } from './object.js'
@@ -10,18 +10,28 @@ import { DurableObjectStore } from './store.js'
 function namespace() {
   const objects = new Map<string, RateLimiterObject>()
   const bodies: unknown[] = []
+  /** What `get` was given besides the id, per call. */
+  const getOptions: unknown[] = []
   return {
     objects,
     bodies,
+    getOptions,
     idFromName: (name: string) => name,
-    get: (id: unknown) => ({
-      fetch: async (url: string, init?: RequestInit) => {
-        bodies.push(JSON.parse(String(init?.body)))
-        const name = id as string
-        if (!objects.has(name)) objects.set(name, new RateLimiterObject({ storage: new FakeStorage() }))
-        return (objects.get(name) as RateLimiterObject).fetch(new Request(url, init))
-      },
-    }),
+    get: (id: unknown, ...options: unknown[]) => {
+      getOptions.push(...options)
+      return stubOf(objects, bodies, id)
+    },
+  }
+}
+
+function stubOf(objects: Map<string, RateLimiterObject>, bodies: unknown[], id: unknown) {
+  return {
+    fetch: async (url: string, init?: RequestInit) => {
+      bodies.push(JSON.parse(String(init?.body)))
+      const name = id as string
+      if (!objects.has(name)) objects.set(name, new RateLimiterObject({ storage: new FakeStorage() }))
+      return (objects.get(name) as RateLimiterObject).fetch(new Request(url, init))
+    },
   }
 }
 
@@ -48,6 +58,25 @@ describe('DurableObjectStore', () => {
     await new DurableObjectStore({ namespace: ns }).peek('k', set)
     await new DurableObjectStore({ namespace: ns, now: () => 1_000.7 }).peek('k', set)
     expect(ns.bodies.map((body) => (body as { now?: number }).now)).toEqual([undefined, 1000])
+  })
+
+  it('gives namespace.get the location hint, when there is one', async () => {
+    const plain = namespace()
+    await new DurableObjectStore({ namespace: plain }).consume('k', set, 1)
+    expect(plain.getOptions).toEqual([])
+    const hinted = namespace()
+    const store = new DurableObjectStore({ namespace: hinted, locationHint: 'weur', shards: 2 })
+    await store.consume('k', set, 1)
+    await store.peek('other', set)
+    expect(hinted.getOptions).toEqual([{ locationHint: 'weur' }, { locationHint: 'weur' }])
+  })
+
+  it('refuses a location hint Cloudflare does not have, naming it and the ones it has', () => {
+    const create = () => new DurableObjectStore({ namespace: namespace(), locationHint: 'europe' as never })
+    expect(create).toThrow(ConfigError)
+    expect(create).toThrow(
+      /^locationHint must be one of .*: wnam, enam, sam, weur, eeur, apac, oc, afr, me, got .europe./,
+    )
   })
 
   it('rejects with what the object answered when it refuses a call', async () => {

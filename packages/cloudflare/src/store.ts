@@ -1,7 +1,7 @@
 import { assertKnownOptions, ConfigError, type Outcome, type PolicySet, type Store } from '@sluice/core'
 import { type LimiterRequest, type LimiterResponse, PROTOCOL_URL } from './protocol.js'
 import { shardOf } from './shard.js'
-import type { DurableObjectNamespaceLike } from './types.js'
+import type { DurableObjectLocationHint, DurableObjectNamespaceLike } from './types.js'
 
 /** Options of `new DurableObjectStore(options)`. */
 export interface DurableObjectStoreOptions {
@@ -16,6 +16,13 @@ export interface DurableObjectStoreOptions {
    */
   shards?: number
   /**
+   * Where Cloudflare should create objects that do not exist yet, e.g. `'weur'` when most
+   * traffic comes from western Europe (Cloudflare's `namespace.get(id, { locationHint })`).
+   * Default: near the first request that reaches each object. For data that must stay in a
+   * jurisdiction, pass a restricted namespace instead: `env.LIMITER.jurisdiction('eu')`.
+   */
+  locationHint?: DurableObjectLocationHint
+  /**
    * The clock the objects decide on, epoch ms, sent with every call (tests). Default: each
    * object reads its own.
    */
@@ -23,7 +30,20 @@ export interface DurableObjectStoreOptions {
 }
 
 /** Every option `new DurableObjectStore` takes. */
-export const DURABLE_OBJECT_STORE_OPTION_NAMES: readonly string[] = ['namespace', 'shards', 'now']
+export const DURABLE_OBJECT_STORE_OPTION_NAMES: readonly string[] = ['namespace', 'shards', 'locationHint', 'now']
+
+/** Cloudflare's location hints. */
+export const DURABLE_OBJECT_LOCATION_HINTS: readonly DurableObjectLocationHint[] = [
+  'wnam',
+  'enam',
+  'sam',
+  'weur',
+  'eeur',
+  'apac',
+  'oc',
+  'afr',
+  'me',
+]
 
 /** One kind of request, less what every call adds (key, policies, clock). */
 type Call<R = LimiterRequest> = R extends LimiterRequest ? Omit<R, 'key' | 'policies' | 'now'> : never
@@ -42,6 +62,8 @@ export class DurableObjectStore implements Store {
   /** The shard count, or undefined for one object per key. */
   readonly shards: number | undefined
   readonly #namespace: DurableObjectNamespaceLike
+  /** What `namespace.get` is given besides the id; undefined without a location hint. */
+  readonly #getOptions: { locationHint: DurableObjectLocationHint } | undefined
   readonly #now: (() => number) | undefined
 
   constructor(options: DurableObjectStoreOptions) {
@@ -53,7 +75,7 @@ export class DurableObjectStore implements Store {
       DURABLE_OBJECT_STORE_OPTION_NAMES,
       'DurableObjectStore',
     )
-    const { namespace, shards, now } = options
+    const { namespace, shards, locationHint, now } = options
     if (
       namespace === null ||
       typeof namespace !== 'object' ||
@@ -69,10 +91,18 @@ export class DurableObjectStore implements Store {
     if (shards !== undefined && (!Number.isSafeInteger(shards) || shards < 1)) {
       throw new ConfigError('shards', shards, 'must be a positive whole number, or left out for one object per key')
     }
+    if (locationHint !== undefined && !DURABLE_OBJECT_LOCATION_HINTS.includes(locationHint)) {
+      throw new ConfigError(
+        'locationHint',
+        locationHint,
+        `must be one of Cloudflare's location hints: ${DURABLE_OBJECT_LOCATION_HINTS.join(', ')}`,
+      )
+    }
     if (now !== undefined && typeof now !== 'function') {
       throw new ConfigError('now', now, 'must be a function returning epoch milliseconds')
     }
     this.#namespace = namespace
+    this.#getOptions = locationHint === undefined ? undefined : { locationHint }
     this.shards = shards
     this.#now = now
   }
@@ -113,7 +143,8 @@ export class DurableObjectStore implements Store {
 
   async #call(key: string, set: PolicySet, call: Call): Promise<LimiterResponse> {
     const request = { ...call, key, policies: set.policies, now: this.#now === undefined ? undefined : this.now() }
-    const stub = this.#namespace.get(this.#namespace.idFromName(this.objectName(key)))
+    const id = this.#namespace.idFromName(this.objectName(key))
+    const stub = this.#getOptions === undefined ? this.#namespace.get(id) : this.#namespace.get(id, this.#getOptions)
     const response = await stub.fetch(PROTOCOL_URL, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },

@@ -9,8 +9,11 @@ export interface DurableObjectStubLike {
 /** A Durable Object namespace binding (`env.LIMITER`): names become ids, ids become stubs. */
 export interface DurableObjectNamespaceLike {
   idFromName(name: string): unknown
-  get(id: unknown): DurableObjectStubLike
+  get(id: unknown, options?: { locationHint?: DurableObjectLocationHint }): DurableObjectStubLike
 }
+
+/** Where Cloudflare should create an object that does not exist yet (a hint, not a guarantee). */
+export type DurableObjectLocationHint = 'wnam' | 'enam' | 'sam' | 'weur' | 'eeur' | 'apac' | 'oc' | 'afr' | 'me'
 
 /** The part of a Durable Object's transactional storage (`ctx.storage`) the limiter object uses. */
 export interface DurableObjectStorageLike {

@@ -1,7 +1,8 @@
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { StoreFullError } from './errors.js'
 import { MemoryStore } from './memory-store.js'
-import { parsePolicies } from './policy.js'
+import { ALGORITHMS, parsePolicies } from './policy.js'
 
 const perMinute = parsePolicies('2/min')
 
@@ -88,6 +89,61 @@ describe('MemoryStore', () => {
     now = 1500.9
     expect(store.consume('k', set, 1)[0]).toMatchObject({ allowed: false, retryAfter: 500 })
   })
+
+  it("holds a key of the store's one policy without an entry, and deletes it on reset", () => {
+    const { store, hit } = setup(10)
+    hit('a')
+    hit('b')
+    expect(store.size).toBe(2)
+    store.reset('a', perMinute)
+    expect(store.size).toBe(1)
+    expect(store.peek('a', perMinute)[0]?.remaining).toBe(2)
+    expect(store.peek('b', perMinute)[0]?.remaining).toBe(1)
+  })
+
+  // A key of the store's first policy alone is held as that policy's state until it is limited;
+  // in `boxed` the same policy is the store's second, so every key there has an entry.
+  for (const algorithm of ALGORITHMS) {
+    it(`${algorithm}: a key held as its one state decides as one held in an entry`, () => {
+      const actions = fc.array(
+        fc.record({
+          op: fc.constantFrom('consume', 'consume', 'consume', 'peek', 'refund', 'penalize', 'reset'),
+          key: fc.constantFrom('a', 'b', 'c'),
+          cost: fc.integer({ min: 1, max: 3 }),
+          gap: fc.integer({ min: 0, max: 700 }),
+        }),
+        { minLength: 1, maxLength: 120 },
+      )
+      fc.assert(
+        fc.property(actions, (steps) => {
+          const clock = { now: 1_000_000 }
+          const alone = new MemoryStore({ maxKeys: 2, now: () => clock.now })
+          const boxed = new MemoryStore({ maxKeys: 2, now: () => clock.now })
+          boxed.consume('other', parsePolicies('1/min'), 1)
+          boxed.reset('other', parsePolicies('1/min'))
+          const set = parsePolicies({ limit: 4, window: 1000, algorithm })
+          const run = (store: MemoryStore, op: string, key: string, cost: number): unknown => {
+            try {
+              if (op === 'consume') return store.consume(key, set, cost)
+              if (op === 'peek') return store.peek(key, set)
+              if (op === 'refund') return store.refund(key, set, cost)
+              if (op === 'penalize') return store.penalize(key, set, cost)
+              return store.reset(key, set)
+            } catch (error) {
+              return error instanceof StoreFullError ? 'full' : error
+            }
+          }
+          for (const { op, key, cost, gap } of steps) {
+            clock.now += gap
+            expect(run(alone, op, key, cost)).toEqual(run(boxed, op, key, cost))
+            expect(alone.size).toBe(boxed.size)
+          }
+          for (const key of ['a', 'b', 'c']) expect(alone.peek(key, set)).toEqual(boxed.peek(key, set))
+        }),
+        { numRuns: 150 },
+      )
+    })
+  }
 
   it('forgets everything on clear', () => {
     const { store, hit } = setup(10)

@@ -17,6 +17,7 @@ import {
   createConcurrencyHandler,
   createRateLimitHandler,
   type DenyPlan,
+  lowerCaseName,
   onResponseDone,
   type RateLimitPlan,
   whenReady,
@@ -76,8 +77,9 @@ const adapter: Adapter<Args> = {
 function writeHeaders(res: Response, headers: readonly HeaderEntry[]): void {
   if (res.headersSent) return
   for (const { name, value, append } of headers) {
-    // res.append reads the header back and goes through res.set: only stack when there is one.
-    if (append && res.hasHeader(name)) res.append(name, value)
+    // res.append reads the header back and goes through res.set: only stack when there is one
+    // (looked up by its lower-case name, which Node does not lower-case again; the name sent keeps its case).
+    if (append && res.hasHeader(lowerCaseName(name))) res.append(name, value)
     else res.setHeader(name, value)
   }
 }

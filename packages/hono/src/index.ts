@@ -18,6 +18,7 @@ import {
   createRateLimitHandler,
   type DenyPlan,
   isThenable,
+  lowerCaseName,
   onStreamDone,
 } from '@sluice/core/adapter'
 import type { Context, MiddlewareHandler } from 'hono'
@@ -135,24 +136,9 @@ function adapterFor(options: AddressOptions): Adapter<Args> {
 
 const APPEND = { append: true }
 
-/**
- * Header names in lower case, as Headers keeps them: a name already in lower case saves the
- * Headers object a lower-casing (a new string to hash) on every set, append and get. The names
- * are the few that core writes.
- */
-const lowerCase = new Map<string, string>()
-
-function lower(name: string): string {
-  let lowered = lowerCase.get(name)
-  if (lowered === undefined) {
-    lowered = name.toLowerCase()
-    lowerCase.set(name, lowered)
-  }
-  return lowered
-}
-
+/** Header names in lower case, as Headers keeps them (see `lowerCaseName`). */
 function writeHeaders(c: Context, headers: readonly HeaderEntry[]): void {
-  for (const { name, value, append } of headers) c.header(lower(name), value, append ? APPEND : undefined)
+  for (const { name, value, append } of headers) c.header(lowerCaseName(name), value, append ? APPEND : undefined)
 }
 
 async function deny(
@@ -196,12 +182,12 @@ function addMissingHeaders(c: Context, headers: readonly HeaderEntry[]): void {
   // a hand-built response may repeat: it takes the full check.
   const last = headers[headers.length - 1] as HeaderEntry
   if (last.append) {
-    const current = present.get(lower(last.name))
+    const current = present.get(lowerCaseName(last.name))
     if (current !== null && (current === last.value || hasMember(current, last.value))) return
   }
   let missing: [name: string, value: string][] | undefined
   for (const { name, value, append } of headers) {
-    const current = present.get(lower(name))
+    const current = present.get(lowerCaseName(name))
     if (current === null) {
       missing ??= []
       missing.push([name, value])
@@ -210,7 +196,7 @@ function addMissingHeaders(c: Context, headers: readonly HeaderEntry[]): void {
       missing.push([name, `${value}, ${current}`])
     }
   }
-  if (missing) for (const [name, value] of missing) c.header(lower(name), value)
+  if (missing) for (const [name, value] of missing) c.header(lowerCaseName(name), value)
 }
 
 /** Whether a list header already holds every member of `members` (one limiter's, in order). */

@@ -18,6 +18,7 @@ import {
   createConcurrencyHandler,
   createRateLimitHandler,
   type DenyPlan,
+  lowerCaseName,
   onResponseDone,
   type RateLimitPlan,
 } from '@sluice/core/adapter'
@@ -77,12 +78,13 @@ const adapter: Adapter<Args> = {
 
 /**
  * `ctx.set`'s checks (a started response, a header name, a string value) without the arrays and
- * closures it allocates per call; `ctx.append` only when there is a header to stack on.
+ * closures it allocates per call; `ctx.append` only when there is a header to stack on (looked
+ * up by its lower-case name, which Node does not lower-case again; the name sent keeps its case).
  */
 function writeHeaders(ctx: Context, headers: readonly HeaderEntry[]): void {
   if (ctx.headerSent) return
   for (const { name, value, append } of headers) {
-    if (append && ctx.res.hasHeader(name)) ctx.append(name, value)
+    if (append && ctx.res.hasHeader(lowerCaseName(name))) ctx.append(name, value)
     else ctx.res.setHeader(name, value)
   }
 }

@@ -149,6 +149,21 @@ describe('meters decide as the transitions do', () => {
     )
   })
 
+  it('sliding-log: units admitted in one millisecond, then another cost, read back as one entry', () => {
+    // Found by the random steps above: the log of one entry per unit took its costs per entry,
+    // so two cost-1 admissions and a cost-2 one at the same millisecond read as [1, 3].
+    const policy = parsePolicy({ limit: 4, window: 100, algorithm: 'sliding-log' })
+    const meter = meters['sliding-log']
+    let kept: Kept | undefined
+    let state: AlgorithmState | undefined
+    for (const cost of [1, 1, 2]) {
+      kept = meter.take(kept, 1_000_000, policy, cost)
+      state = step(state, 1_000_000, policy, cost).state
+    }
+    expect(plain('sliding-log', kept, policy)).toEqual({ times: [1_000_000], costs: [4] })
+    expect(state).toEqual({ times: [1_000_000], costs: [4] })
+  })
+
   it('sliding-log: a long run keeps the log compact (entries before head are dropped)', () => {
     const policy = parsePolicy({ limit: 1000, window: 1000, algorithm: 'sliding-log' })
     const meter = meters['sliding-log']

@@ -198,8 +198,7 @@ export const slidingLogMeter: Meter<SlidingLogDeque> = {
     }
     const state = (live ?? spare) as SlidingLogDeque
     if (isOne(state)) return takeOne(state, now, window, cost)
-    const { times } = state
-    let { head, used, costs } = state
+    let { times, head, used, costs } = state
     while (head < times.length && (times[head] as number) <= now - window) used -= costAt(costs, head++)
     if (head === times.length) {
       times.length = 0
@@ -215,9 +214,14 @@ export const slidingLogMeter: Meter<SlidingLogDeque> = {
       head = 0
     }
     if (costs === undefined && cost !== 1) {
-      // The first admission of another cost: from now on each entry carries its cost.
-      costs = new Array<number>(times.length).fill(1)
+      // The first admission of another cost: from now on each entry carries its cost, one entry
+      // per millisecond as the transition keeps them.
+      const merged = perMillisecond(times, head)
+      times = merged.times as number[]
+      costs = merged.costs as number[]
+      state.times = times
       state.costs = costs
+      head = 0
     }
     const last = times.length - 1
     if (costs === undefined) {
@@ -238,19 +242,7 @@ export const slidingLogMeter: Meter<SlidingLogDeque> = {
     if (costs !== undefined) {
       return head === 0 ? { times, costs } : { times: times.slice(head), costs: costs.slice(head) }
     }
-    // One entry per unit: merged per millisecond, as the transition keeps them.
-    const merged: SlidingLogState = { times: [], costs: [] }
-    const mergedTimes = merged.times as number[]
-    const mergedCosts = merged.costs as number[]
-    for (let i = head; i < times.length; i++) {
-      const last = mergedTimes.length - 1
-      if (last >= 0 && mergedTimes[last] === times[i]) mergedCosts[last] = (mergedCosts[last] as number) + 1
-      else {
-        mergedTimes.push(times[i] as number)
-        mergedCosts.push(1)
-      }
-    }
-    return merged
+    return perMillisecond(times, head)
   },
   fromState(state) {
     const { times, costs } = state as SlidingLogState
@@ -261,6 +253,20 @@ export const slidingLogMeter: Meter<SlidingLogDeque> = {
     for (const cost of costs) used += cost
     return { times: times.slice(), costs: costs.slice(), head: 0, used, expiry: 0 }
   },
+}
+
+/** A log of one entry per unit (from `head` on), merged per millisecond as the transition keeps it. */
+function perMillisecond(times: readonly number[], head: number): SlidingLogState {
+  const merged = { times: [] as number[], costs: [] as number[] }
+  for (let i = head; i < times.length; i++) {
+    const last = merged.times.length - 1
+    if (last >= 0 && merged.times[last] === times[i]) merged.costs[last] = (merged.costs[last] as number) + 1
+    else {
+      merged.times.push(times[i] as number)
+      merged.costs.push(1)
+    }
+  }
+  return merged
 }
 
 /**

@@ -174,6 +174,22 @@ export function retryAfterHeader(ms: number): HeaderEntry {
   return entry('Retry-After', String(retryAfterSeconds(ms)))
 }
 
+/** Lower-cased header names, cached: the few that sluice writes, asked for on every response. */
+const lowerCased = new Map<string, string>()
+
+/**
+ * A header name in lower case, as Node's `res.hasHeader` and `setHeader` and Web `Headers` look
+ * names up: a name already in lower case saves them a new string (and its hash) on every call.
+ */
+export function lowerCaseName(name: string): string {
+  let lowered = lowerCased.get(name)
+  if (lowered === undefined) {
+    lowered = name.toLowerCase()
+    lowerCased.set(name, lowered)
+  }
+  return lowered
+}
+
 function entry(name: string, value: string, append = false): HeaderEntry {
   return { name, value, append }
 }
