@@ -76,9 +76,10 @@ describe.skipIf(!redis)('SyncedStore: several processes, 2× the limit offered',
             ...(process.env.SLUICE_EXACT_ABOVE ? { exactAbove: Number(process.env.SLUICE_EXACT_ABOVE) } : {}),
           }),
         )
-        // Hashes expire 5 s after their window: read them every second while the fleet runs too.
-        // Every field is a running total that only grows, so the largest of each seen is the last;
-        // the count itself does not only grow (a late exact admission is taken back by a refund).
+        // Hashes expire 5 s after their window: read them every second while the fleet runs too, and
+        // keep each field's latest value (an expired hash reads as empty and changes nothing). Not the
+        // largest: a node takes back an exact admission whose reply came after its timeout by
+        // lowering its `x:` field, so a read between the two would count that admission (CI saw +360).
         const totals = new Map<string, Map<number, Totals>>()
         const merge = async () => {
           for (const [tag, byStart] of await totalsInRedis(client, prefix)) {
@@ -87,12 +88,17 @@ describe.skipIf(!redis)('SyncedStore: several processes, 2× the limit offered',
             for (const [start, fields] of byStart) {
               const kept = into.get(start) ?? {}
               into.set(start, kept)
-              for (const [name, value] of Object.entries(fields)) kept[name] = Math.max(value, kept[name] ?? 0)
+              Object.assign(kept, fields)
             }
           }
         }
-        const reading = setInterval(() => merge().catch(() => undefined), 1000)
+        // One read at a time, so an older read never lands after a newer one.
+        let reads = Promise.resolve()
+        const reading = setInterval(() => {
+          reads = reads.then(merge).catch(() => undefined)
+        }, 1000)
         const results = await runFleet(plans).finally(() => clearInterval(reading))
+        await reads
         await merge()
         const counts = new Map(
           [...totals].map(([tag, byStart]) => [tag, new Map([...byStart].map(([start, t]) => [start, countOf(t)]))]),
