@@ -1,8 +1,10 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
+import type { AlgorithmState } from './algorithms/index.js'
 import { StoreFullError } from './errors.js'
 import { MemoryStore } from './memory-store.js'
-import { ALGORITHMS, parsePolicies } from './policy.js'
+import { ALGORITHMS, type PolicySet, parsePolicies } from './policy.js'
+import { evaluate } from './store.js'
 
 const perMinute = parsePolicies('2/min')
 
@@ -144,6 +146,113 @@ describe('MemoryStore', () => {
       )
     })
   }
+
+  // The store keeps times from its origin, a day before it was made, each policy on its own time
+  // so that windows stay aligned to the epoch: where a store was made must never show. Whole
+  // emission intervals (250 and 1000 ms), so the transitions on epoch ms carry no float error.
+  const twoWindows = (algorithm: (typeof ALGORITHMS)[number], blockFor?: number): PolicySet =>
+    parsePolicies([
+      { limit: 4, window: 1_000, algorithm, ...(blockFor === undefined ? {} : { blockFor }) },
+      { limit: 7, window: 7_000, algorithm, name: 'slow' },
+    ])
+
+  for (const algorithm of ALGORITHMS) {
+    it(`${algorithm}: decides as the transitions do on epoch time, wherever the store's origin falls`, () => {
+      const steps = fc.array(
+        fc.record({ key: fc.constantFrom('a', 'b'), cost: fc.integer({ min: 1, max: 3 }), gap: fc.nat(1_500) }),
+        { minLength: 1, maxLength: 80 },
+      )
+      fc.assert(
+        fc.property(fc.integer({ min: 1_600_000_000_000, max: 1_800_000_000_000 }), steps, (start, list) => {
+          const clock = { now: start }
+          const store = new MemoryStore({ now: () => clock.now })
+          const set = twoWindows(algorithm)
+          const states = new Map<string, AlgorithmState[]>()
+          for (const { key, cost, gap } of list) {
+            clock.now += gap
+            const expected = evaluate(states.get(key), clock.now, set, cost)
+            if (expected.allowed) states.set(key, expected.states)
+            expect(store.consume(key, set, cost)).toEqual(expected.outcomes)
+          }
+        }),
+        { numRuns: 100 },
+      )
+    })
+
+    it(`${algorithm}: two stores made at different times answer every call alike`, () => {
+      const actions = fc.array(
+        fc.record({
+          op: fc.constantFrom(
+            'consume',
+            'consume',
+            'consume',
+            'peek',
+            'refund',
+            'refundAt',
+            'penalize',
+            'block',
+            'reset',
+          ),
+          key: fc.constantFrom('a', 'b', 'c'),
+          cost: fc.integer({ min: 1, max: 3 }),
+          gap: fc.nat(2_000),
+          back: fc.nat(3_000),
+        }),
+        { minLength: 1, maxLength: 100 },
+      )
+      fc.assert(
+        fc.property(fc.integer({ min: 1, max: 100_000_000 }), actions, (apart, steps) => {
+          const clock = { now: 1_700_000_000_000 }
+          const first = new MemoryStore({ maxKeys: 2, now: () => clock.now })
+          clock.now += apart
+          const second = new MemoryStore({ maxKeys: 2, now: () => clock.now })
+          const set = twoWindows(algorithm, 5_000)
+          const run = (store: MemoryStore, op: string, key: string, cost: number, back: number): unknown => {
+            try {
+              if (op === 'consume') return store.consume(key, set, cost)
+              if (op === 'peek') return store.peek(key, set)
+              if (op === 'refund') return store.refund(key, set, cost)
+              if (op === 'refundAt') return store.refund(key, set, cost, store.now() - back)
+              if (op === 'penalize') return store.penalize(key, set, cost)
+              if (op === 'block') return store.block(key, set, back + 1)
+              return store.reset(key, set)
+            } catch (error) {
+              return error instanceof StoreFullError ? 'full' : error
+            }
+          }
+          for (const { op, key, cost, gap, back } of steps) {
+            clock.now += gap
+            expect(run(first, op, key, cost, back)).toEqual(run(second, op, key, cost, back))
+            expect(first.size).toBe(second.size)
+          }
+        }),
+        { numRuns: 100 },
+      )
+    })
+  }
+
+  it('reports epoch time, and stays aligned to the epoch when the clock steps back', () => {
+    const clock = { now: 1_700_000_000_500.6 }
+    const store = new MemoryStore({ now: () => clock.now })
+    expect(store.now()).toBe(1_700_000_000_500)
+    const set = parsePolicies({ limit: 1, window: 60_000, algorithm: 'fixed-window' })
+    // 1_700_000_000_500 is 20 500 ms into its minute.
+    expect(store.consume('k', set, 1)[0]).toMatchObject({ allowed: true, resetAfter: 39_500 })
+    clock.now -= 3_600_000 - 1_000 // an hour less a second back, as a wall clock set right may step
+    expect(store.consume('j', set, 1)[0]).toMatchObject({ allowed: true, resetAfter: 38_500 })
+  })
+
+  it('decides a fractional rate without the float error of epoch milliseconds', () => {
+    const start = 1_600_000_000_000
+    const clock = { now: start }
+    const store = new MemoryStore({ now: () => clock.now })
+    const set = parsePolicies({ limit: 9, window: 7_000, algorithm: 'gcra' }) // one unit per 777.7… ms
+    store.consume('k', set, 6)
+    clock.now += 1_250
+    // Six units, then three: full again exactly 7 000 ms after the start. The transition on epoch ms reads 5 751.
+    expect(store.consume('k', set, 3)[0]).toMatchObject({ allowed: true, resetAfter: 5_750 })
+    expect(evaluate([{ tat: start + 6 * (7_000 / 9) }], clock.now, set, 3).outcomes[0]?.resetAfter).toBe(5_751)
+  })
 
   it('forgets everything on clear', () => {
     const { store, hit } = setup(10)

@@ -21,14 +21,18 @@ import { evaluate, type Store } from './store.js'
 export interface MemoryStoreOptions {
   /** Keys tracked at most, across every limiter using this store. Default 100 000. */
   maxKeys?: number
-  /** The clock, in epoch milliseconds (fractions are dropped, as Redis's clock is read). Default `Date.now`. */
+  /**
+   * The clock, in epoch milliseconds (fractions are dropped, as Redis's clock is read). Default
+   * `Date.now`. Read once when the store is made (its times are counted from then) and per call.
+   */
   now?: () => number
 }
 
 /**
  * One key's states, each at its policy's index in this store (a policy id keeps one index): as
  * its meter keeps it, changed in place, or for a policy with `blockFor` the transition's state
- * in a `Blocking`. Each carries its expiry: when it is back to full quota, and so reads as none.
+ * in a `Blocking`. Each carries its expiry, in the store's time (see `MemoryStore`): when it is back to
+ * full quota, and so reads as none.
  * The first two indices are fields (most apps have one or two policies): no array per key.
  */
 class Entry {
@@ -75,6 +79,8 @@ interface Plan {
   readonly inPlace: boolean
   /** Whether the set is the store's first policy alone, whose state a key can hold without an `Entry`. */
   readonly alone: boolean
+  /** Each policy's time minus the store's time (see `MemoryStore`): its window's phase at the origin. */
+  readonly shifts: readonly number[]
 }
 
 /**
@@ -85,6 +91,9 @@ export let consumeEntries: (store: MemoryStore, key: string, set: PolicySet, cos
 
 /** Expired entries looked at per new key: keeps memory trim without a timer. */
 const SWEEP_PER_INSERT = 2
+
+/** How long before its creation a store's time starts: the clock may step back this far (one day). */
+const ORIGIN_BEFORE_MS = 86_400_000
 
 /**
  * Keeps state in this process, in one Map from key to the states of the policies seen for it
@@ -98,6 +107,15 @@ export class MemoryStore implements Store {
   readonly maxKeys: number
   /** The injected clock; undefined for `Date.now`, which is then called directly (a call through a field costs more). */
   readonly #clock: (() => number) | undefined
+  /**
+   * Epoch ms at which the store's time is 0: a day before the store was made (so a clock stepped
+   * back stays after it). Every time the store keeps (expiries, and each policy's states) is counted
+   * from it, so it is a small integer, which V8 holds in the object itself; an epoch time is a
+   * separate heap number, 16 bytes and one more load away. Each policy's states are on its own time, the store's time plus `Plan.shifts`, so
+   * that windows stay aligned to multiples of their length since the epoch. After about 23 days
+   * the times no longer fit: decisions are the same, and cost what epoch times did.
+   */
+  readonly #origin: number
   readonly #entries = new Map<string, Held>()
   readonly #policyIndex = new Map<string, number>()
   readonly #plans = new WeakMap<PolicySet, Plan>()
@@ -116,17 +134,21 @@ export class MemoryStore implements Store {
     }
     if (typeof now !== 'function') throw new ConfigError('now', now, 'must be a function returning epoch milliseconds')
     this.maxKeys = maxKeys
-    // Whole milliseconds keep every decision's times whole (performance.now-style clocks are not).
-    this.#clock = now === Date.now ? undefined : () => Math.floor(now())
+    this.#clock = now === Date.now ? undefined : now
+    this.#origin = this.now() - ORIGIN_BEFORE_MS
   }
 
   /** The store's clock, epoch ms: what `refund`'s `admittedAt` is read on. */
   now(): number {
-    return this.#time()
+    return Math.floor(this.#clock === undefined ? Date.now() : this.#clock())
   }
 
+  /**
+   * The store's time: ms since its origin. Whole milliseconds keep every decision's times whole
+   * (performance.now-style clocks are not), and `Math.floor` gives V8 a small integer, not a heap number.
+   */
   #time(): number {
-    return this.#clock === undefined ? Date.now() : this.#clock()
+    return Math.floor((this.#clock === undefined ? Date.now() : this.#clock()) - this.#origin)
   }
 
   /** Keys currently held (expired ones count until they are swept). */
@@ -154,7 +176,7 @@ export class MemoryStore implements Store {
     if (plan.alone && !(held instanceof Entry)) return this.#consumeAlone(key, held, plan, cost, now, asEntries)
     let entry = held === undefined ? undefined : this.#entryOf(key, held)
     const { policies } = set
-    const { indices } = plan
+    const { indices, shifts } = plan
     const planMeters = plan.meters as readonly Meter<Kept>[]
     const outcomes: Outcome[] = new Array(policies.length)
     let allowed = true
@@ -162,7 +184,7 @@ export class MemoryStore implements Store {
       const policy = policies[i] as Policy
       const outcome = (planMeters[i] as Meter<Kept>).decide(
         liveSlot(entry, indices[i] as number, now),
-        now,
+        now + (shifts[i] as number),
         policy,
         cost,
         asEntries ? policy : undefined,
@@ -176,7 +198,8 @@ export class MemoryStore implements Store {
         if ((outcomes[i] as Outcome).allowed) {
           const state = liveSlot(entry, indices[i] as number, now)
           const policy = policies[i] as Policy
-          outcomes[i] = (planMeters[i] as Meter<Kept>).decide(state, now, policy, 0, asEntries ? policy : undefined)
+          const time = now + (shifts[i] as number)
+          outcomes[i] = (planMeters[i] as Meter<Kept>).decide(state, time, policy, 0, asEntries ? policy : undefined)
         }
       }
     }
@@ -185,7 +208,8 @@ export class MemoryStore implements Store {
       for (let i = 0; i < policies.length; i++) {
         const index = indices[i] as number
         const stored = slotAt(entry, index)
-        const state = (planMeters[i] as Meter<Kept>).take(live(stored, now), now, policies[i] as Policy, cost, stored)
+        const time = now + (shifts[i] as number)
+        const state = (planMeters[i] as Meter<Kept>).take(live(stored, now), time, policies[i] as Policy, cost, stored)
         state.expiry = now + (outcomes[i] as Outcome).resetAfter
         if (state !== stored) setSlot(entry, index, state)
       }
@@ -212,12 +236,13 @@ export class MemoryStore implements Store {
   ): readonly Outcome[] {
     const policy = plan.set.policies[0] as Policy
     const meter = plan.meters[0] as Meter<Kept>
+    const time = now + (plan.shifts[0] as number)
     const liveState = live(held, now)
-    const outcome = meter.decide(liveState, now, policy, cost, asEntries ? policy : undefined)
+    const outcome = meter.decide(liveState, time, policy, cost, asEntries ? policy : undefined)
     const outcomes = [outcome]
     let state = held
     if (outcome.allowed) {
-      state = meter.take(liveState, now, policy, cost, held)
+      state = meter.take(liveState, time, policy, cost, held)
       state.expiry = now + outcome.resetAfter
       if (outcome.remaining > 0) {
         if (held === undefined) this.#insert(key, state, now)
@@ -237,7 +262,7 @@ export class MemoryStore implements Store {
   #consumeByTransitions(key: string, plan: Plan, cost: number, now: number): readonly Outcome[] {
     const { indices } = plan
     let entry = this.#existingEntry(key)
-    const result = evaluate(entry && statesOf(entry, plan, now), now, plan.set, cost)
+    const result = evaluate(entry && statesOf(entry, plan, now), now, plan.set, cost, plan.shifts)
     const { outcomes } = result
     const latest = latestOf(outcomes, now)
     if (result.allowed) {
@@ -265,8 +290,9 @@ export class MemoryStore implements Store {
     return set.policies.map((policy, i) => {
       const slot = held === undefined ? undefined : live(heldSlot(held, plan.indices[i] as number), now)
       const meter = plan.meters[i]
-      if (meter === undefined) return peekOutcome((slot as Blocking | undefined)?.state, now, policy)
-      return peekOf(meter.decide(slot, now, policy, 0), meter.decide(slot, now, policy, 1))
+      const time = now + (plan.shifts[i] as number)
+      if (meter === undefined) return peekOutcome((slot as Blocking | undefined)?.state, time, policy)
+      return peekOf(meter.decide(slot, time, policy, 0), meter.decide(slot, time, policy, 1))
     })
   }
 
@@ -279,7 +305,10 @@ export class MemoryStore implements Store {
     const states = statesOf(entry, plan, now)
     for (let i = 0; i < states.length; i++) {
       const state = states[i]
-      const next = refund(state, now, set.policies[i] as Policy, cost, admittedAt)
+      const shift = plan.shifts[i] as number
+      // admittedAt is epoch ms (from now()): on the policy's time like the rest.
+      const at = admittedAt === undefined ? undefined : admittedAt - this.#origin + shift
+      const next = refund(state, now + shift, set.policies[i] as Policy, cost, at)
       if (next !== state) keep(entry, plan, i, next, (slotAt(entry, plan.indices[i] as number) as Kept).expiry)
     }
   }
@@ -291,8 +320,9 @@ export class MemoryStore implements Store {
     const { indices } = plan
     let entry = this.#existingEntry(key)
     const states = entry && statesOf(entry, plan, now)
-    const next = set.policies.map((policy, i) => penalize(states?.[i], now, policy, cost))
-    const resets = set.policies.map((policy, i) => step(next[i], now, policy, 0).outcome.resetAfter)
+    const times = plan.shifts.map((shift) => now + shift)
+    const next = set.policies.map((policy, i) => penalize(states?.[i], times[i] as number, policy, cost))
+    const resets = set.policies.map((policy, i) => step(next[i], times[i] as number, policy, 0).outcome.resetAfter)
     const latest = now + Math.max(0, ...resets)
     entry ??= this.#newEntry(key, now)
     for (let i = 0; i < indices.length; i++) {
@@ -313,8 +343,9 @@ export class MemoryStore implements Store {
     for (let i = 0; i < indices.length; i++) {
       const policy = set.policies[i] as Policy
       if (policy.blockFor === 0) continue
-      const next = blockState(states?.[i], until)
-      const blocking: Blocking = { state: next, expiry: now + step(next, now, policy, 0).outcome.resetAfter }
+      const shift = plan.shifts[i] as number
+      const next = blockState(states?.[i], until + shift)
+      const blocking: Blocking = { state: next, expiry: now + step(next, now + shift, policy, 0).outcome.resetAfter }
       setSlot(entry, indices[i] as number, blocking)
     }
     if (until > entry.protectedUntil) entry.protectedUntil = until
@@ -355,7 +386,10 @@ export class MemoryStore implements Store {
       // Two policies alike but for their names share one state: taking in place would count twice.
       const inPlace = planMeters.every((meter) => meter !== undefined) && new Set(indices).size === indices.length
       const alone = inPlace && indices.length === 1 && indices[0] === 0
-      plan = { set, indices, meters: planMeters, inPlace, alone }
+      // The origin's phase in each window (from 0 up, even for an origin before the epoch); floored
+      // as in #time, so that V8 holds it as a small integer (a float remainder is a heap number).
+      const shifts = set.policies.map(({ window }) => Math.floor(((this.#origin % window) + window) % window))
+      plan = { set, indices, meters: planMeters, inPlace, alone, shifts }
       this.#plans.set(set, plan)
     }
     this.#plan = plan

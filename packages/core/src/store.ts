@@ -91,12 +91,14 @@ export interface Evaluation {
 /**
  * Runs every policy's transition for one request: the shared heart of in-process stores. When any
  * policy denies, the others report their quota as it stands (a cost-0 step), since nothing is taken.
+ * `shifts`, from a store that keeps each policy's states on its own time: added to `now` per policy.
  */
 export function evaluate(
   states: readonly (AlgorithmState | undefined)[] | undefined,
   now: number,
   set: PolicySet,
   cost: number,
+  shifts?: readonly number[],
 ): Evaluation {
   const { policies } = set
   const outcomes: Outcome[] = new Array(policies.length)
@@ -104,7 +106,7 @@ export function evaluate(
   let allowed = true
   let blocks: number[] | undefined
   for (let i = 0; i < policies.length; i++) {
-    const result = step(states?.[i], now, policies[i] as Policy, cost)
+    const result = step(states?.[i], timeOf(now, shifts, i), policies[i] as Policy, cost)
     outcomes[i] = result.outcome
     next[i] = result.state
     if (!result.outcome.allowed) allowed = false
@@ -116,8 +118,15 @@ export function evaluate(
   if (!allowed) {
     // Nothing is taken from any policy, so those that would have admitted report their quota untouched.
     for (let i = 0; i < policies.length; i++) {
-      if ((outcomes[i] as Outcome).allowed) outcomes[i] = step(states?.[i], now, policies[i] as Policy, 0).outcome
+      if ((outcomes[i] as Outcome).allowed) {
+        outcomes[i] = step(states?.[i], timeOf(now, shifts, i), policies[i] as Policy, 0).outcome
+      }
     }
   }
   return { allowed, outcomes, states: next, blocks: allowed ? undefined : blocks }
+}
+
+/** Policy `i`'s time: `now`, plus its shift when the store keeps each policy on its own (MemoryStore). */
+function timeOf(now: number, shifts: readonly number[] | undefined, i: number): number {
+  return shifts === undefined ? now : now + (shifts[i] as number)
 }

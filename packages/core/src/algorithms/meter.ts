@@ -28,7 +28,7 @@ export interface Meter<M extends Kept> {
 
 /**
  * What every state a meter keeps carries for its store: when the state is back to full quota
- * (epoch ms), and so reads as no state at all. Kept in the state object itself, one load fewer
+ * (in the store's time), and so reads as no state at all. Kept in the state object itself, one load fewer
  * per decision than a separate array of expiries.
  */
 export interface Kept {
