@@ -79,7 +79,7 @@ interface Plan {
   readonly inPlace: boolean
   /** Whether the set is the store's first policy alone, whose state a key can hold without an `Entry`. */
   readonly alone: boolean
-  /** Each policy's time minus the store's time (see `MemoryStore`): its window's phase at the origin. */
+  /** Each policy's time minus the store's time (see `shiftOf`). */
   readonly shifts: readonly number[]
 }
 
@@ -111,9 +111,10 @@ export class MemoryStore implements Store {
    * Epoch ms at which the store's time is 0: a day before the store was made (so a clock stepped
    * back stays after it). Every time the store keeps (expiries, and each policy's states) is counted
    * from it, so it is a small integer, which V8 holds in the object itself; an epoch time is a
-   * separate heap number, 16 bytes and one more load away. Each policy's states are on its own time, the store's time plus `Plan.shifts`, so
-   * that windows stay aligned to multiples of their length since the epoch. After about 23 days
-   * the times no longer fit: decisions are the same, and cost what epoch times did.
+   * separate heap number, 16 bytes and one more load away. Each policy's states are on its own
+   * time, the store's time plus its shift (see `shiftOf`), so that windows stay aligned to
+   * multiples of their length since the epoch and every decision is the same as on epoch time.
+   * After about 23 days the times no longer fit: decisions are the same, and cost what epoch times did.
    */
   readonly #origin: number
   readonly #entries = new Map<string, Held>()
@@ -386,9 +387,7 @@ export class MemoryStore implements Store {
       // Two policies alike but for their names share one state: taking in place would count twice.
       const inPlace = planMeters.every((meter) => meter !== undefined) && new Set(indices).size === indices.length
       const alone = inPlace && indices.length === 1 && indices[0] === 0
-      // The origin's phase in each window (from 0 up, even for an origin before the epoch); floored
-      // as in #time, so that V8 holds it as a small integer (a float remainder is a heap number).
-      const shifts = set.policies.map(({ window }) => Math.floor(((this.#origin % window) + window) % window))
+      const shifts = set.policies.map((policy) => shiftOf(this.#origin, policy))
       plan = { set, indices, meters: planMeters, inPlace, alone, shifts }
       this.#plans.set(set, plan)
     }
@@ -463,6 +462,19 @@ export class MemoryStore implements Store {
       `MemoryStore is full: all ${this.maxKeys} keys are currently limited, so none can be forgotten safely; raise maxKeys`,
     )
   }
+}
+
+/**
+ * A policy's time minus the store's time: the origin's phase in the policy's window (from 0 up,
+ * even for an origin before the epoch), so that windows stay aligned to the epoch; floored as in
+ * `#time`, since a float remainder is a heap number to V8. A GCRA whose emission interval is a
+ * fraction of a millisecond keeps epoch time (the whole origin): its stored times carry float
+ * error that depends on their size, and on epoch ms it rounds as the transitions, the Redis
+ * scripts and every other store do. Every other algorithm's arithmetic is exact on whole ms.
+ */
+function shiftOf(origin: number, { algorithm, limit, window }: Policy): number {
+  if (algorithm === 'gcra' && window % limit !== 0) return origin
+  return Math.floor(((origin % window) + window) % window)
 }
 
 /** The state stored for the policy at `index`, live or not. */
