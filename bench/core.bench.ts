@@ -1,8 +1,10 @@
 /**
  * CPU ns per awaited decision, side by side: sluice's MemoryStore (each algorithm, one and two
  * policies), express-rate-limit's MemoryStore, rate-limiter-flexible's RateLimiterMemory, and an
- * awaited bare Map counter as the floor. Limits are high so that nothing is denied
- * (rate-limiter-flexible rejects on denial, which would measure exceptions).
+ * awaited bare Map counter as the floor, with and without a clock read (the reference), and a
+ * hand-written fixed window that answers with a Decision's fields: the least a limiter with
+ * sluice's answer can cost. Limits are high so that nothing is denied (rate-limiter-flexible
+ * rejects on denial, which would measure exceptions).
  *
  * Each measurement runs in a fresh process, as in an app with one kind of limiter: in one shared
  * process every contender's code would see every other's types and the JIT would optimise none
@@ -42,12 +44,13 @@ const KEYS = Array.from({ length: 10_000 }, (_, i) => `198.51.${(i >> 8) & 255}.
 
 const FLOOR = 'floor: awaited Map counter'
 const CLOCK = 'reference: awaited Map counter + Date.now()'
+const HAND = 'hand-written fixed window, 1 policy, Decision-shaped answer'
 const ERL = 'express-rate-limit MemoryStore'
 const RLF = 'rate-limiter-flexible RateLimiterMemory'
 const sluice = (algorithm: AlgorithmName, policies: 1 | 2) =>
   `sluice ${algorithm}, ${policies} ${policies === 1 ? 'policy' : 'policies'}`
 const BUSY = 'sluice sliding-window, 1 policy, busy keys'
-const NAMES = [FLOOR, CLOCK, ...ALGORITHMS.flatMap((a) => [sluice(a, 1), sluice(a, 2)]), BUSY, ERL, RLF]
+const NAMES = [FLOOR, CLOCK, HAND, ...ALGORITHMS.flatMap((a) => [sluice(a, 1), sluice(a, 2)]), BUSY, ERL, RLF]
 
 /** Builds one contender's decide function (and its cleanup) by name. */
 function contender(name: string): { decide: (key: string) => Promise<unknown>; close?: () => void } {
@@ -63,6 +66,7 @@ function contender(name: string): { decide: (key: string) => Promise<unknown>; c
       },
     }
   }
+  if (name === HAND) return { decide: handWritten() }
   if (name === ERL) {
     const store = new ErlMemoryStore()
     store.init({ windowMs: 60_000 } as never)
@@ -83,6 +87,56 @@ function contender(name: string): { decide: (key: string) => Promise<unknown>; c
   const limits = name === sluice(algorithm, 1) ? [minute] : [minute, second]
   const limiter = createLimiter({ limits, store: new MemoryStore({ maxKeys: 50_000 }) })
   return { decide: (key) => limiter.consume(key) }
+}
+
+/**
+ * What any limiter that answers as sluice does must spend, written for this one case: a fixed
+ * window's count per key, and a decision with its one policy's entry (the fields of sluice's
+ * `Decision` and `PolicyDecision`). No options, validation, stores, errors or other algorithms.
+ */
+function handWritten(): (key: string) => Promise<unknown> {
+  const limit = 10_000
+  const window = 60_000
+  const windows = new Map<string, { start: number; count: number }>()
+  return async (key) => {
+    const now = Date.now()
+    const start = now - (now % window)
+    let state = windows.get(key)
+    if (state === undefined) {
+      state = { start, count: 0 }
+      windows.set(key, state)
+    } else if (state.start !== start) {
+      state.start = start
+      state.count = 0
+    }
+    const allowed = state.count < limit
+    if (allowed) state.count++
+    const resetAfter = start + window - now
+    const entry = {
+      name: 'default',
+      algorithm: 'fixed-window',
+      limit,
+      window,
+      allowed,
+      remaining: limit - state.count,
+      resetAfter,
+      retryAfter: allowed ? 0 : resetAfter,
+      delay: 0,
+      nextAfter: undefined,
+    }
+    return {
+      allowed,
+      limit,
+      remaining: entry.remaining,
+      resetAfter,
+      retryAfter: entry.retryAfter,
+      delay: 0,
+      policies: [entry],
+      binding: entry,
+      key,
+      source: 'store',
+    }
+  }
 }
 
 /** In a child: warm up, then print the CPU time (user + system) per decision, not wall time. */
