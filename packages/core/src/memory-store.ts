@@ -31,8 +31,8 @@ export interface MemoryStoreOptions {
 /**
  * One key's states, each at its policy's index in this store (a policy id keeps one index): as
  * its meter keeps it, changed in place, or for a policy with `blockFor` the transition's state
- * in a `Blocking`. Each carries its expiry, in the store's time (see `MemoryStore`): when it is back to
- * full quota, and so reads as none.
+ * in a `Blocking`. Each carries its expiry, in the store's time (see `MemoryStore`): when it is
+ * back to full quota, and so reads as none.
  * The first two indices are fields (most apps have one or two policies): no array per key.
  */
 class Entry {
@@ -114,7 +114,8 @@ export class MemoryStore implements Store {
    * separate heap number, 16 bytes and one more load away. Each policy's states are on its own
    * time, the store's time plus its shift (see `shiftOf`), so that windows stay aligned to
    * multiples of their length since the epoch and every decision is the same as on epoch time.
-   * After about 23 days the times no longer fit: decisions are the same, and cost what epoch times did.
+   * After about 23 days the times no longer fit: decisions are the same, and cost what epoch
+   * times did.
    */
   readonly #origin: number
   readonly #entries = new Map<string, Held>()
