@@ -99,9 +99,10 @@ const ORIGIN_BEFORE_MS = 86_400_000
  * Keeps state in this process, in one Map from key to the states of the policies seen for it
  * (a policy's state is shared by every limiter with the same policy, as in Redis). No timers:
  * entries expire lazily and are reused when their key returns; once the store is half full,
- * every new key moves a sweep two entries on, forgetting expired ones. When `maxKeys` is reached the sweep goes on to the next key that is not currently
- * limited and evicts it; if every key is limited the store throws `StoreFullError`, which the
- * limiter's `onStoreError` turns into a decision.
+ * every new key moves a sweep two entries on, forgetting expired ones. When `maxKeys` is reached
+ * the sweep goes on to the next key that is not currently limited and evicts it; if every key is
+ * limited the store throws `StoreFullError`, which the limiter's `onStoreError` turns into a
+ * decision.
  */
 export class MemoryStore implements Store {
   readonly maxKeys: number
