@@ -163,18 +163,24 @@ describe('MemoryStore', () => {
         { minLength: 1, maxLength: 80 },
       )
       fc.assert(
-        fc.property(fc.integer({ min: 1_600_000_000_000, max: 1_800_000_000_000 }), steps, (start, list) => {
-          const clock = { now: start }
-          const store = new MemoryStore({ now: () => clock.now })
-          const set = twoWindows(algorithm)
-          const states = new Map<string, AlgorithmState[]>()
-          for (const { key, cost, gap } of list) {
-            clock.now += gap
-            const expected = evaluate(states.get(key), clock.now, set, cost)
-            if (expected.allowed) states.set(key, expected.states)
-            expect(store.consume(key, set, cost)).toEqual(expected.outcomes)
-          }
-        }),
+        fc.property(
+          fc.integer({ min: 1_600_000_000_000, max: 1_800_000_000_000 }),
+          steps,
+          fc.boolean(),
+          (start, list, one) => {
+            const clock = { now: start }
+            const store = new MemoryStore({ now: () => clock.now })
+            // One policy alone: a key is held as its state, with no entry (see #consumeAlone).
+            const set = one ? parsePolicies({ limit: 9, window: 7_000, algorithm }) : twoWindows(algorithm)
+            const states = new Map<string, AlgorithmState[]>()
+            for (const { key, cost, gap } of list) {
+              clock.now += gap
+              const expected = evaluate(states.get(key), clock.now, set, cost)
+              if (expected.allowed) states.set(key, expected.states)
+              expect(store.consume(key, set, cost)).toEqual(expected.outcomes)
+            }
+          },
+        ),
         { numRuns: 100 },
       )
     })
