@@ -28,8 +28,8 @@ export interface Meter<M extends Kept> {
 
 /**
  * What every state a meter keeps carries for its store: when the state is back to full quota
- * (in the store's time), and so reads as no state at all. Kept in the state object itself, one load fewer
- * per decision than a separate array of expiries.
+ * (in the store's time), and so reads as no state at all. Kept in the state object itself, one
+ * load fewer per decision than a separate array of expiries.
  */
 export interface Kept {
   expiry: number
