@@ -292,14 +292,14 @@ export function createLimiter(options: LimiterOptions): Limiter {
     clock: typeof store.now === 'function' ? () => (store.now as () => number)() : Date.now,
     consume(key, consumeOptions) {
       try {
-        return Promise.resolve(consumeNow(key, consumeOptions))
+        return promised(consumeNow(key, consumeOptions))
       } catch (error) {
         return Promise.reject(error)
       }
     },
     peek(key) {
       if (typeof key !== 'string') return Promise.reject(keyError(key))
-      return Promise.resolve(decide(key, PEEK))
+      return promised(decide(key, PEEK))
     },
     async reset(key) {
       if (typeof key !== 'string') throw keyError(key)
@@ -417,6 +417,18 @@ function withLimiterMaxDelay(set: PolicySet, maxDelay: unknown): PolicySet {
   }
   const policies = set.policies.map((p) => (supportsShaping(p.algorithm) && p.maxDelay === 0 ? withMaxDelay(p, ms) : p))
   return Object.freeze({ id: policies.map((p) => p.id).join('|'), policies: Object.freeze(policies) })
+}
+
+/**
+ * A decision, or a promise of one, as a promise. Both branches resolve alike; the branch is for
+ * V8: having read `then` here (not in `isThenable`, which sees every kind of value), it knows a
+ * decision's shape has none and resolves without looking `then` up again, which was about a
+ * tenth of an awaited memory-store decision.
+ */
+function promised(decided: Awaitable<Decision>): Promise<Decision> {
+  return typeof (decided as { then?: unknown }).then === 'function'
+    ? Promise.resolve(decided)
+    : Promise.resolve(decided as Decision)
 }
 
 /** The value itself when the store answered synchronously; otherwise the answer or a timeout. */
