@@ -13,6 +13,7 @@ import {
   type PolicyInput,
   type PolicySet,
   parsePolicies,
+  policySetOf,
   supportsShaping,
   withMaxDelay,
 } from './policy.js'
@@ -416,7 +417,7 @@ function withLimiterMaxDelay(set: PolicySet, maxDelay: unknown): PolicySet {
     )
   }
   const policies = set.policies.map((p) => (supportsShaping(p.algorithm) && p.maxDelay === 0 ? withMaxDelay(p, ms) : p))
-  return Object.freeze({ id: policies.map((p) => p.id).join('|'), policies: Object.freeze(policies) })
+  return policySetOf(policies)
 }
 
 /**

@@ -104,7 +104,16 @@ export function parsePolicies(input: unknown, field = 'limits'): PolicySet {
     }
     names.add(policy.name)
   }
-  return Object.freeze({ id: policies.map((p) => p.id).join('|'), policies: Object.freeze(policies) })
+  return policySetOf(policies)
+}
+
+/**
+ * A set of these policies, its id made of theirs unless given. The set and each policy are
+ * frozen, the array only by its type: V8 reads a frozen array's elements through a generic
+ * lookup rather than in line, which cost every decision a few per cent.
+ */
+export function policySetOf(policies: Policy[], id = policies.map((p) => p.id).join('|')): PolicySet {
+  return Object.freeze({ id, policies })
 }
 
 /** Validates and normalises one shorthand string or policy object; throws a `ConfigError` naming `field`. */

@@ -1,6 +1,6 @@
 import type { Outcome } from '../algorithms/index.js'
 import { ConfigError } from '../errors.js'
-import { type AlgorithmName, type Policy, type PolicySet, parsePolicy } from '../policy.js'
+import { type AlgorithmName, type Policy, type PolicySet, parsePolicy, policySetOf } from '../policy.js'
 import { type Awaitable, andThen, type Store } from '../store.js'
 import { SketchStore } from './sketch-store.js'
 
@@ -114,8 +114,8 @@ export class FilteredStore implements Store {
       const exact = set.policies.map((policy) => withLimit(policy, policy.limit - threshold))
       stages = {
         // Ids of their own, so stores shared by mistake with an unfiltered limiter keep counts apart.
-        gate: Object.freeze({ id: `filter:${set.id}`, policies: Object.freeze(gate) }),
-        exact: Object.freeze({ id: `filter:${exact.map((p) => p.id).join('|')}`, policies: Object.freeze(exact) }),
+        gate: policySetOf(gate, `filter:${set.id}`),
+        exact: policySetOf(exact, `filter:${exact.map((p) => p.id).join('|')}`),
         headroom: set.policies.map((policy) => policy.limit - threshold),
       }
       this.#stages.set(set.id, stages)
