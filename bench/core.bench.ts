@@ -13,19 +13,38 @@
  * sluice runs as built (`pnpm bench:core` builds @sluice/core's dist first) and the peers as
  * installed.
  *
- * The "busy keys" row is the sliding window with a 1 s window (100 ms sub-windows): every key is
- * decided every few milliseconds, so its counts spread over every sub-window and slide on each
- * decision or so, where the 60 s rows keep each key's counts in one or two sub-windows.
+ * The "busy keys" rows have a 1 s window: every key is decided every few milliseconds, so the
+ * sliding window's counts spread over every sub-window (100 ms) and slide on each decision or so,
+ * where the 60 s rows keep each key's counts in one or two sub-windows; and the sliding log holds
+ * a few hundred entries per key, one leaving for each one added (the steady state, with the
+ * log's compaction), where the 60 s rows' logs only grow.
  *
  * Each child warms up with at least as many decisions as it measures and for at least 1.5 s of
  * wall time: the 1 s policies' sub-windows and logs turn over in that time, and the recompilation
  * that causes (on a compiler thread, whose CPU time process.cpuUsage counts) is over before the
  * measured decisions start. With a 60 ms warm-up the two-policy sliding window read 250 or 400+ ns
- * from one run to the next, depending on where that work landed.
+ * from one run to the next, depending on where that work landed. The 60 s sliding-log rows warm
+ * up by count alone (see `WARMED_BY_COUNT`).
+ *
+ * With --instructions each child runs under valgrind's callgrind instead, which counts the
+ * instructions its main thread runs for the measured decisions (node in one thread, so the
+ * compiler's and the garbage collector's work is counted too, with fixed hash and random seeds).
+ * A count is the same to a few per thousand from run to run, where CPU time moves by ±15 % on
+ * this shared machine, so one round is enough to tell a change of a few per cent. It is not
+ * time: a cache miss or a mispredicted branch costs no more than any other instruction, so the
+ * timed run stays the figure for the goals; the count shows where a change helps and by how much.
+ * Valgrind runs code about 50 times slower while the clock runs as ever, so a 1 s policy sees 50
+ * times more time pass per decision: the rows with one (the busy keys and the two-policy rows) are
+ * in another regime there (sub-windows and logs turn over at almost every decision), comparable
+ * only with themselves.
  *
  *   pnpm bench:core [--rounds 5] [--ops 300000] [--warm-ms 1500]
+ *   pnpm bench:core --instructions [--rounds 1] [--ops 50000]
  */
 import { execFileSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { ALGORITHMS, type AlgorithmName, createLimiter, MemoryStore, type PolicyOptions } from '@sluice/core'
 import { buildSync } from 'esbuild'
@@ -37,9 +56,13 @@ const option = (name: string, fallback: string) => {
   const index = args.indexOf(`--${name}`)
   return index === -1 ? fallback : (args[index + 1] as string)
 }
-const ROUNDS = Number(option('rounds', '5'))
-const OPS = Number(option('ops', '300000'))
+/** Counts instructions with valgrind instead of timing: steadier on a shared machine (see the header). */
+const INSTRUCTIONS = args.includes('--instructions')
+const ROUNDS = Number(option('rounds', INSTRUCTIONS ? '1' : '5'))
+const OPS = Number(option('ops', INSTRUCTIONS ? '50000' : '300000'))
 const WARM_MS = Number(option('warm-ms', '1500'))
+/** In a child run by --instructions. */
+const COUNTING = args.includes('--counting')
 const KEYS = Array.from({ length: 10_000 }, (_, i) => `198.51.${(i >> 8) & 255}.${i & 255}`)
 
 const FLOOR = 'floor: awaited Map counter'
@@ -50,7 +73,15 @@ const RLF = 'rate-limiter-flexible RateLimiterMemory'
 const sluice = (algorithm: AlgorithmName, policies: 1 | 2) =>
   `sluice ${algorithm}, ${policies} ${policies === 1 ? 'policy' : 'policies'}`
 const BUSY = 'sluice sliding-window, 1 policy, busy keys'
-const NAMES = [FLOOR, CLOCK, HAND, ...ALGORITHMS.flatMap((a) => [sluice(a, 1), sluice(a, 2)]), BUSY, ERL, RLF]
+const BUSY_LOG = 'sluice sliding-log, 1 policy, busy keys'
+const NAMES = [FLOOR, CLOCK, HAND, ...ALGORITHMS.flatMap((a) => [sluice(a, 1), sluice(a, 2)]), BUSY, BUSY_LOG, ERL, RLF]
+/**
+ * Rows warmed up by count alone: no entry leaves their logs during the run, so a log's length is
+ * the decisions its key has seen. Warmed up for a time, it was whatever that time allowed, and
+ * every key's log outgrew its array within the same few thousand decisions (the keys take turns),
+ * which, when the measured decisions held that moment, doubled the figure.
+ */
+const WARMED_BY_COUNT = new Set([sluice('sliding-log', 1), sluice('sliding-log', 2)])
 
 /** Builds one contender's decide function (and its cleanup) by name. */
 function contender(name: string): { decide: (key: string) => Promise<unknown>; close?: () => void } {
@@ -76,8 +107,9 @@ function contender(name: string): { decide: (key: string) => Promise<unknown>; c
     const limiter = new RateLimiterMemory({ points: 1_000_000, duration: 60 })
     return { decide: (key) => limiter.consume(key) }
   }
-  if (name === BUSY) {
-    const limits = [{ limit: 1_000_000, window: 1_000 }]
+  if (name === BUSY || name === BUSY_LOG) {
+    const algorithm = name === BUSY ? 'sliding-window' : 'sliding-log'
+    const limits = [{ limit: name === BUSY ? 1_000_000 : 10_000, window: 1_000, algorithm } as const]
     const limiter = createLimiter({ limits, store: new MemoryStore({ maxKeys: 50_000 }) })
     return { decide: (key) => limiter.consume(key) }
   }
@@ -142,13 +174,53 @@ function handWritten(): (key: string) => Promise<unknown> {
 /** In a child: warm up, then print the CPU time (user + system) per decision, not wall time. */
 async function measureOne(name: string): Promise<void> {
   const { decide, close } = contender(name)
-  const warmUntil = performance.now() + WARM_MS
+  const warmUntil = WARMED_BY_COUNT.has(name) ? 0 : performance.now() + WARM_MS
   for (let i = 0; i < OPS || performance.now() < warmUntil; i++) await decide(KEYS[i % KEYS.length] as string)
+  // Under callgrind (--instructions): count only the measured decisions.
+  if (COUNTING) execFileSync('callgrind_control', ['--zero', String(process.pid)])
   const start = process.cpuUsage()
   for (let i = 0; i < OPS; i++) await decide(KEYS[i % KEYS.length] as string)
   const { user, system } = process.cpuUsage(start)
+  if (COUNTING) execFileSync('callgrind_control', ['--dump', String(process.pid)])
   close?.()
   console.log(((user + system) * 1000) / OPS)
+}
+
+/** One child's figure: CPU ns per decision, or with --instructions the main thread's instructions per decision. */
+function measure(script: string, name: string): number {
+  const child = [script, '--one', name, '--ops', String(OPS), '--warm-ms', String(INSTRUCTIONS ? 0 : WARM_MS)]
+  if (!INSTRUCTIONS) {
+    const output = execFileSync(process.execPath, child, { encoding: 'utf8' })
+    return Number(output.trim().split('\n').pop())
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-core-bench-'))
+  try {
+    execFileSync(
+      'valgrind',
+      [
+        '--tool=callgrind',
+        // V8 rewrites its own machine code: valgrind must notice, or it runs stale translations.
+        '--smc-check=all-non-file',
+        '--separate-threads=yes',
+        `--callgrind-out-file=${join(dir, 'out')}`,
+        process.execPath,
+        // One thread (compilation and GC on it, counted), Map hashing and V8's randomness fixed:
+        // the same child counts the same instructions, to a few per thousand, run after run.
+        '--single-threaded',
+        '--hash-seed=1',
+        '--random-seed=1',
+        ...child,
+        '--counting',
+      ],
+      { stdio: 'ignore' },
+    )
+    // The dump the child asked for (`out.1`), its main thread (`-01`).
+    const summary = /^summary: (\d+)/m.exec(readFileSync(join(dir, 'out.1-01'), 'utf8'))
+    if (summary === null) throw new Error(`no callgrind summary for ${name}`)
+    return Number(summary[1]) / OPS
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
 }
 
 if (args.includes('--one')) {
@@ -168,38 +240,46 @@ if (args.includes('--one')) {
     outfile: script,
     logLevel: 'warning',
   })
+  if (INSTRUCTIONS) {
+    try {
+      execFileSync('valgrind', ['--version'], { stdio: 'ignore' })
+    } catch {
+      throw new Error('valgrind is not installed: apt-get install valgrind (--instructions counts with it)')
+    }
+  }
   const samples = new Map<string, number[]>(NAMES.map((n) => [n, []]))
   for (let round = 0; round < ROUNDS; round++) {
     for (let i = 0; i < NAMES.length; i++) {
       const name = NAMES[(i + round) % NAMES.length] as string
-      const output = execFileSync(
-        process.execPath,
-        [script, '--one', name, '--ops', String(OPS), '--warm-ms', String(WARM_MS)],
-        { encoding: 'utf8' },
-      )
-      samples.get(name)?.push(Number(output.trim().split('\n').pop()))
+      samples.get(name)?.push(measure(script, name))
     }
     process.stderr.write(`round ${round + 1}/${ROUNDS} done\n`)
   }
 
   const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number
-  const ns = (name: string) => median(samples.get(name) as number[])
+  const figure = (name: string) => median(samples.get(name) as number[])
+  const unit = INSTRUCTIONS ? 'instructions/decision' : 'CPU ns/decision'
   console.log(
-    `node ${process.version}; ${OPS} awaited decisions over ${KEYS.length} keys after as many, and at least ${WARM_MS} ms, to warm up; ` +
-      `each in a fresh process; CPU ns per decision, median of ${ROUNDS} rounds\n`,
+    INSTRUCTIONS
+      ? `node ${process.version}; ${OPS} awaited decisions over ${KEYS.length} keys after as many to warm up; ` +
+          `each in a fresh process under callgrind; main-thread instructions per decision, median of ${ROUNDS} rounds\n`
+      : `node ${process.version}; ${OPS} awaited decisions over ${KEYS.length} keys after as many, and at least ${WARM_MS} ms, to warm up; ` +
+          `each in a fresh process; CPU ns per decision, median of ${ROUNDS} rounds\n`,
   )
-  console.log('| contender | CPU ns/decision | × floor | vs express-rate-limit | vs rate-limiter-flexible |')
+  console.log(`| contender | ${unit} | × reference | vs express-rate-limit | vs rate-limiter-flexible |`)
   console.log('|---|---:|---:|---:|---:|')
   for (const name of NAMES) {
-    const own = ns(name)
+    const own = figure(name)
     const row = [
       name,
       own.toFixed(0),
-      (own / ns(FLOOR)).toFixed(2),
-      `${(ns(ERL) / own).toFixed(2)}×`,
-      `${(ns(RLF) / own).toFixed(2)}×`,
+      (own / figure(CLOCK)).toFixed(2),
+      `${(figure(ERL) / own).toFixed(2)}×`,
+      `${(figure(RLF) / own).toFixed(2)}×`,
     ]
     console.log(`| ${row.join(' | ')} |`)
   }
-  console.log('\n"vs" columns: the peer\'s time ÷ this row\'s time (above 1: this row is faster).')
+  console.log(
+    `\n"vs" columns: the peer's ${INSTRUCTIONS ? 'count' : 'time'} ÷ this row's (above 1: this row is faster).`,
+  )
 }
