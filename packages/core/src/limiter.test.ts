@@ -339,6 +339,33 @@ describe('refund', () => {
   })
 })
 
+describe('the promises consume and peek answer with', () => {
+  it('are native, holding the decision, whether the store answers at once or with a promise', async () => {
+    const { store } = clockedStore()
+    const synchronous = createLimiter({ limits: '2/s', store })
+    const asynchronous = createLimiter({
+      limits: '3/s',
+      store: {
+        consume: async (key, set, cost) => store.consume(key, set, cost),
+        peek: async (key, set) => store.peek(key, set),
+        reset: () => undefined,
+      },
+    })
+    for (const [limiter, limit] of [
+      [synchronous, 2],
+      [asynchronous, 3],
+    ] as const) {
+      const consumed = limiter.consume('k')
+      const peeked = limiter.peek('k')
+      expect(consumed).toBeInstanceOf(Promise)
+      expect(peeked).toBeInstanceOf(Promise)
+      expect(await consumed).toMatchObject({ allowed: true, limit, remaining: limit - 1, source: 'store' })
+      expect(await peeked).toMatchObject({ allowed: true, limit, remaining: limit - 1 })
+      await expect(limiter.consume('k', { cost: 4 })).rejects.toThrow(/cost must be a whole number/)
+    }
+  })
+})
+
 describe('consumeNowOf', () => {
   it('decides at once on a synchronous store, and counts as consume does', async () => {
     const { store } = clockedStore()

@@ -44,6 +44,18 @@ describe('shorthand policies', () => {
     expect(parsePolicies(['100/min', '2/s']).policies.map((p) => p.name)).toEqual(['100-per-1m', '2-per-1s'])
   })
 
+  it('makes a set that cannot be changed: the set and each policy frozen, the array read-only by type', () => {
+    const set = parsePolicies(['100/min', '2/s'])
+    expect(Object.isFrozen(set)).toBe(true)
+    expect(set.policies.every((policy) => Object.isFrozen(policy))).toBe(true)
+    expect(() => {
+      ;(set as { id: string }).id = 'other'
+    }).toThrow(TypeError)
+    expect(() => {
+      ;(set.policies[0] as { limit: number }).limit = 1
+    }).toThrow(TypeError)
+  })
+
   it('formats durations with the largest unit that divides them', () => {
     expect([60_000, 90_000, 1_500, 7_200_000, 172_800_000].map(formatDuration)).toEqual([
       '1m',
