@@ -117,17 +117,27 @@ const NONE: readonly number[] = []
  */
 export const slidingWindowMeter: Meter<RunningWindow> = {
   decide(state, now, policy, cost, label) {
-    // The common case inline: compact counts, still in their sub-window, quota to spare. The
-    // oldest sub-window (index 0 of 3 or more) is empty then, so the estimate is the total, and
-    // the reset is from the newest non-empty sub-window: as `decideSlidingWindow` works them out.
+    // The common cases inline, still in the stored sub-window with quota to spare, worked out as
+    // `decideSlidingWindow` does with no sub-window passed. Compact counts: the oldest sub-window
+    // (index 0 of 3 or more) is empty, so the estimate is the total, and the reset is from the
+    // newest non-empty sub-window. An array (a busy key): the newest sub-window holds counts.
     const { limit, precision } = policy
-    if (state !== undefined && typeof state.counts === 'number' && precision > 1) {
+    if (state !== undefined && precision > 1) {
       const size = policy.window / precision
-      const { start, total } = state
-      const remaining = limit - total - cost
-      if (now >= start && now - start < size && remaining >= 1 && (total > 0 || cost > 0)) {
-        const newest = state.counts + cost > 0 ? precision : precision - 1
-        return admitted(floorUnits(remaining), start + size - now + newest * size, 0, undefined, label)
+      const { start, counts, total } = state
+      if (now >= start && now - start < size) {
+        if (typeof counts === 'number') {
+          const remaining = limit - total - cost
+          if (remaining >= 1 && (total > 0 || cost > 0)) {
+            const newest = counts + cost > 0 ? precision : precision - 1
+            return admitted(floorUnits(remaining), start + size - now + newest * size, 0, undefined, label)
+          }
+        } else if ((counts[precision] as number) + cost > 0) {
+          const oldest = counts[0] as number
+          const left = start + size - now
+          const remaining = floorUnits(limit - ((oldest * left) / size + (total - oldest)) - cost)
+          if (remaining >= 1) return admitted(remaining, left + precision * size, 0, undefined, label)
+        }
       }
     }
     return decideSlidingWindow(state, now, policy, cost, label)
