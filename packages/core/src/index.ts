@@ -34,6 +34,7 @@ export {
   MAX_SLIDING_LOG_LIMIT,
   parsePolicies,
   parsePolicy,
+  policySetOf,
 } from './policy.js'
 export * from './sketch/index.js'
 export type { Awaitable, Evaluation, Store } from './store.js'

@@ -108,9 +108,10 @@ export function parsePolicies(input: unknown, field = 'limits'): PolicySet {
 }
 
 /**
- * A set of these policies, its id made of theirs unless given. The set and each policy are
- * frozen, the array only by its type: V8 reads a frozen array's elements through a generic
- * lookup rather than in line, which cost every decision a few per cent.
+ * A set of these policies, its id made of theirs unless given; a store that derives sets of its
+ * own makes them with this. The set and each policy are frozen, the array only by its type: V8
+ * reads a frozen array's elements through a generic lookup rather than in line, which cost every
+ * decision a few per cent.
  */
 export function policySetOf(policies: Policy[], id = policies.map((p) => p.id).join('|')): PolicySet {
   return Object.freeze({ id, policies })

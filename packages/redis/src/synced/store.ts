@@ -12,6 +12,7 @@ import {
   type Policy,
   type PolicySet,
   peekOutcome,
+  policySetOf,
   type Store,
   StoreFullError,
   type SyncEvent,
@@ -579,8 +580,7 @@ export class SyncedStore implements Store {
     let share = this.#shares.get(id)
     if (share === undefined) {
       const policies = set.policies.map((p): Policy => shareOf(p, live))
-      // The array unfrozen, as in core's sets: V8 reads a frozen array's elements the slow way.
-      share = Object.freeze({ id, policies })
+      share = policySetOf(policies, id)
       this.#shares.set(id, share)
     }
     return share
