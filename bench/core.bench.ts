@@ -33,13 +33,18 @@
  * this shared machine, so one round is enough to tell a change of a few per cent. It is not
  * time: a cache miss or a mispredicted branch costs no more than any other instruction, so the
  * timed run stays the figure for the goals; the count shows where a change helps and by how much.
- * Valgrind runs code about 50 times slower while the clock runs as ever, so a 1 s policy sees 50
- * times more time pass per decision: the rows with one (the busy keys and the two-policy rows) are
- * in another regime there (sub-windows and logs turn over at almost every decision), comparable
- * only with themselves.
+ * Valgrind runs code about 50 times slower while the clock runs as ever, so sluice's stores there
+ * read a clock that moves with the decisions instead (`virtualNow`: 1 ms per 3 000, the pace of
+ * a timed run here), and a 1 s policy holds as many entries and sub-windows as in a timed run.
+ *
+ * With --cache as well, callgrind also simulates this machine's caches (given: valgrind misreads
+ * this VM's L3) and the table shows, per decision, the reads that miss the 32 KB first-level
+ * cache and the reads and writes that miss the 32 MB last-level one: where a row's time goes to
+ * memory rather than to instructions. A simulation, not the hardware: it has no prefetcher, and
+ * the real last-level cache is shared with the machine's other tenants.
  *
  *   pnpm bench:core [--rounds 5] [--ops 300000] [--warm-ms 1500]
- *   pnpm bench:core --instructions [--rounds 1] [--ops 50000]
+ *   pnpm bench:core --instructions [--cache] [--rounds 1] [--ops 50000]
  */
 import { execFileSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
@@ -61,8 +66,20 @@ const INSTRUCTIONS = args.includes('--instructions')
 const ROUNDS = Number(option('rounds', INSTRUCTIONS ? '1' : '5'))
 const OPS = Number(option('ops', INSTRUCTIONS ? '50000' : '300000'))
 const WARM_MS = Number(option('warm-ms', '1500'))
+/** With --instructions: simulate the caches too (see the header). */
+const CACHE = args.includes('--cache')
 /** In a child run by --instructions. */
 const COUNTING = args.includes('--counting')
+/** Decisions made so far in this child: what `virtualNow` reads. */
+let decided = 0
+/** `virtualNow`'s pace: about 330 ns per decision, a timed run's on this machine. */
+const DECISIONS_PER_MS = 3000
+/**
+ * Under callgrind, sluice's stores' clock: 1 ms per DECISIONS_PER_MS decisions, from a minute
+ * boundary. Everywhere else they read `Date.now`.
+ */
+const virtualNow = () => 1_800_000_000_000 + Math.floor(decided / DECISIONS_PER_MS)
+const sluiceStore = () => new MemoryStore({ maxKeys: 50_000, ...(COUNTING ? { now: virtualNow } : {}) })
 const KEYS = Array.from({ length: 10_000 }, (_, i) => `198.51.${(i >> 8) & 255}.${i & 255}`)
 
 const FLOOR = 'floor: awaited Map counter'
@@ -79,9 +96,18 @@ const NAMES = [FLOOR, CLOCK, HAND, ...ALGORITHMS.flatMap((a) => [sluice(a, 1), s
  * Rows warmed up by count alone: no entry leaves their logs during the run, so a log's length is
  * the decisions its key has seen. Warmed up for a time, it was whatever that time allowed, and
  * every key's log outgrew its array within the same few thousand decisions (the keys take turns),
- * which, when the measured decisions held that moment, doubled the figure.
+ * which, when the measured decisions held that moment, doubled the figure. They warm up by at
+ * least LOG_WARM_DECISIONS, under callgrind too: 30 entries per key when measuring starts.
  */
 const WARMED_BY_COUNT = new Set([sluice('sliding-log', 1), sluice('sliding-log', 2)])
+const LOG_WARM_DECISIONS = 300_000
+/**
+ * Rows with a 1 s policy, whose states turn over within the warm-up: under callgrind they warm up
+ * for WARM_MS of `virtualNow` (millions of decisions), as a timed run does on the real clock.
+ * The other rows' states are the same after a few decisions per key, so there they warm up by
+ * count alone (under callgrind a million decisions take about a minute).
+ */
+const TURNING_OVER = new Set([...ALGORITHMS.map((a) => sluice(a, 2)), BUSY, BUSY_LOG])
 
 /** Builds one contender's decide function (and its cleanup) by name. */
 function contender(name: string): { decide: (key: string) => Promise<unknown>; close?: () => void } {
@@ -110,14 +136,14 @@ function contender(name: string): { decide: (key: string) => Promise<unknown>; c
   if (name === BUSY || name === BUSY_LOG) {
     const algorithm = name === BUSY ? 'sliding-window' : 'sliding-log'
     const limits = [{ limit: name === BUSY ? 1_000_000 : 10_000, window: 1_000, algorithm } as const]
-    const limiter = createLimiter({ limits, store: new MemoryStore({ maxKeys: 50_000 }) })
+    const limiter = createLimiter({ limits, store: sluiceStore() })
     return { decide: (key) => limiter.consume(key) }
   }
   const algorithm = ALGORITHMS.find((a) => name === sluice(a, 1) || name === sluice(a, 2)) as AlgorithmName
   const minute: PolicyOptions = { limit: 10_000, window: 60_000, algorithm }
   const second: PolicyOptions = { limit: 10_000, window: 1_000, algorithm, name: 'burst' }
   const limits = name === sluice(algorithm, 1) ? [minute] : [minute, second]
-  const limiter = createLimiter({ limits, store: new MemoryStore({ maxKeys: 50_000 }) })
+  const limiter = createLimiter({ limits, store: sluiceStore() })
   return { decide: (key) => limiter.consume(key) }
 }
 
@@ -174,24 +200,50 @@ function handWritten(): (key: string) => Promise<unknown> {
 /** In a child: warm up, then print the CPU time (user + system) per decision, not wall time. */
 async function measureOne(name: string): Promise<void> {
   const { decide, close } = contender(name)
-  const warmUntil = WARMED_BY_COUNT.has(name) ? 0 : performance.now() + WARM_MS
-  for (let i = 0; i < OPS || performance.now() < warmUntil; i++) await decide(KEYS[i % KEYS.length] as string)
+  const byTime = !WARMED_BY_COUNT.has(name)
+  const warmUntil = byTime && !COUNTING ? performance.now() + WARM_MS : 0
+  const warmDecisions = !byTime
+    ? Math.max(OPS, LOG_WARM_DECISIONS)
+    : COUNTING && TURNING_OVER.has(name)
+      ? Math.max(OPS, WARM_MS * DECISIONS_PER_MS)
+      : OPS
+  for (let i = 0; i < warmDecisions || performance.now() < warmUntil; i++, decided++) {
+    await decide(KEYS[i % KEYS.length] as string)
+  }
   // Under callgrind (--instructions): count only the measured decisions.
   if (COUNTING) execFileSync('callgrind_control', ['--zero', String(process.pid)])
   const start = process.cpuUsage()
-  for (let i = 0; i < OPS; i++) await decide(KEYS[i % KEYS.length] as string)
+  for (let i = 0; i < OPS; i++, decided++) await decide(KEYS[i % KEYS.length] as string)
   const { user, system } = process.cpuUsage(start)
   if (COUNTING) execFileSync('callgrind_control', ['--dump', String(process.pid)])
   close?.()
   console.log(((user + system) * 1000) / OPS)
 }
 
-/** One child's figure: CPU ns per decision, or with --instructions the main thread's instructions per decision. */
-function measure(script: string, name: string): number {
-  const child = [script, '--one', name, '--ops', String(OPS), '--warm-ms', String(INSTRUCTIONS ? 0 : WARM_MS)]
+/** A figure per decision: its title, and the callgrind events it sums (none: CPU time). */
+interface Column {
+  readonly title: string
+  readonly events: readonly string[]
+}
+/** The figure the ratios are made of: CPU time, or instructions. */
+const MAIN: Column = INSTRUCTIONS
+  ? { title: 'instructions/decision', events: ['Ir'] }
+  : { title: 'CPU ns/decision', events: [] }
+/** With --cache, the simulated misses per decision, after the ratios. */
+const MISSES: readonly Column[] = CACHE
+  ? [
+      { title: 'first-level read misses', events: ['D1mr'] },
+      { title: 'last-level misses', events: ['DLmr', 'DLmw'] },
+    ]
+  : []
+const COLUMNS = [MAIN, ...MISSES]
+
+/** One child's figures (see COLUMNS): CPU ns per decision, or with --instructions the main thread's counts per decision. */
+function measure(script: string, name: string): number[] {
+  const child = [script, '--one', name, '--ops', String(OPS), '--warm-ms', String(WARM_MS)]
   if (!INSTRUCTIONS) {
     const output = execFileSync(process.execPath, child, { encoding: 'utf8' })
-    return Number(output.trim().split('\n').pop())
+    return [Number(output.trim().split('\n').pop())]
   }
   const dir = mkdtempSync(join(tmpdir(), 'sluice-core-bench-'))
   try {
@@ -202,6 +254,8 @@ function measure(script: string, name: string): number {
         // V8 rewrites its own machine code: valgrind must notice, or it runs stale translations.
         '--smc-check=all-non-file',
         '--separate-threads=yes',
+        // This machine's caches (per core 32 KB first level, and a 32 MB L3), given.
+        ...(CACHE ? ['--cache-sim=yes', '--D1=32768,8,64', '--LL=33554432,16,64'] : []),
         `--callgrind-out-file=${join(dir, 'out')}`,
         process.execPath,
         // One thread (compilation and GC on it, counted), Map hashing and V8's randomness fixed:
@@ -215,9 +269,12 @@ function measure(script: string, name: string): number {
       { stdio: 'ignore' },
     )
     // The dump the child asked for (`out.1`), its main thread (`-01`).
-    const summary = /^summary: (\d+)/m.exec(readFileSync(join(dir, 'out.1-01'), 'utf8'))
-    if (summary === null) throw new Error(`no callgrind summary for ${name}`)
-    return Number(summary[1]) / OPS
+    const dump = readFileSync(join(dir, 'out.1-01'), 'utf8')
+    const events = /^events: (.+)$/m.exec(dump)?.[1]?.split(' ')
+    const summary = /^summary: (.+)$/m.exec(dump)?.[1]?.split(' ').map(Number)
+    if (events === undefined || summary === undefined) throw new Error(`no callgrind summary for ${name}`)
+    const count = (event: string) => summary[events.indexOf(event)] as number
+    return COLUMNS.map(({ events: summed }) => summed.reduce((sum, event) => sum + count(event), 0) / OPS)
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
@@ -240,6 +297,8 @@ if (args.includes('--one')) {
     outfile: script,
     logLevel: 'warning',
   })
+  if (CACHE && !INSTRUCTIONS)
+    throw new Error('--cache simulates the caches under callgrind: give it with --instructions')
   if (INSTRUCTIONS) {
     try {
       execFileSync('valgrind', ['--version'], { stdio: 'ignore' })
@@ -247,7 +306,7 @@ if (args.includes('--one')) {
       throw new Error('valgrind is not installed: apt-get install valgrind (--instructions counts with it)')
     }
   }
-  const samples = new Map<string, number[]>(NAMES.map((n) => [n, []]))
+  const samples = new Map<string, number[][]>(NAMES.map((n) => [n, []]))
   for (let round = 0; round < ROUNDS; round++) {
     for (let i = 0; i < NAMES.length; i++) {
       const name = NAMES[(i + round) % NAMES.length] as string
@@ -257,17 +316,20 @@ if (args.includes('--one')) {
   }
 
   const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number
-  const figure = (name: string) => median(samples.get(name) as number[])
-  const unit = INSTRUCTIONS ? 'instructions/decision' : 'CPU ns/decision'
+  /** The median of a row's figures in `column` (0: the one the ratios use). */
+  const figure = (name: string, column = 0) =>
+    median((samples.get(name) as number[][]).map((figures) => figures[column] as number))
   console.log(
     INSTRUCTIONS
-      ? `node ${process.version}; ${OPS} awaited decisions over ${KEYS.length} keys after as many to warm up; ` +
-          `each in a fresh process under callgrind; main-thread instructions per decision, median of ${ROUNDS} rounds\n`
+      ? `node ${process.version}; ${OPS} awaited decisions over ${KEYS.length} keys after as many to warm up ` +
+          `(the 60 s sliding logs: at least ${LOG_WARM_DECISIONS}; the rows with a 1 s policy: ${WARM_MS} ms of a clock moving 1 ms per ${DECISIONS_PER_MS} decisions); ` +
+          `each in a fresh process under callgrind; main-thread ${CACHE ? 'counts' : 'instructions'} per decision, median of ${ROUNDS} rounds\n`
       : `node ${process.version}; ${OPS} awaited decisions over ${KEYS.length} keys after as many, and at least ${WARM_MS} ms, to warm up; ` +
           `each in a fresh process; CPU ns per decision, median of ${ROUNDS} rounds\n`,
   )
-  console.log(`| contender | ${unit} | × reference | vs express-rate-limit | vs rate-limiter-flexible |`)
-  console.log('|---|---:|---:|---:|---:|')
+  const titles = [MAIN.title, '× reference', 'vs express-rate-limit', 'vs rate-limiter-flexible']
+  console.log(`| contender | ${[...titles, ...MISSES.map((column) => column.title)].join(' | ')} |`)
+  console.log(`|---|${[...titles, ...MISSES].map(() => '---:').join('|')}|`)
   for (const name of NAMES) {
     const own = figure(name)
     const row = [
@@ -276,6 +338,7 @@ if (args.includes('--one')) {
       (own / figure(CLOCK)).toFixed(2),
       `${(figure(ERL) / own).toFixed(2)}×`,
       `${(figure(RLF) / own).toFixed(2)}×`,
+      ...MISSES.map((_, i) => figure(name, i + 1).toFixed(1)),
     ]
     console.log(`| ${row.join(' | ')} |`)
   }
