@@ -21,19 +21,42 @@ export interface SlidingWindowState {
 }
 
 /**
- * As a meter keeps it (see `slidingWindowMeter`): the counts and their running total. While every
- * count sits in the newest two sub-windows (most keys see a few requests close together), `counts`
- * is the newest one's count and the other is `total − counts`: no array per key. The array of
- * `precision + 1` counts is made when a third sub-window would hold one, and then kept.
+ * As a meter keeps it (see `slidingWindowMeter`): the newest and the oldest sub-windows' counts and
+ * their running total as fields, all a decision in the newest sub-window reads and writes, with no
+ * other object to load; `older`, the counts of the sub-windows before the newest (oldest first,
+ * `oldest` its first), is touched only when a sub-window passes. While every count sits in the
+ * newest two sub-windows (most keys see a few requests close together) there is no `older`: the
+ * one before the newest holds `total − newest`. The array is made when a third sub-window would
+ * hold a count, and then kept.
  */
 interface RunningWindow extends Kept {
   start: number
-  counts: number[] | number
+  newest: number
+  oldest: number
   total: number
+  older: number[] | undefined
 }
 
-/** Counts as `decideSlidingWindow` reads them: a transition's array, or a meter's compact form. */
-type Counts = readonly number[] | number
+/**
+ * The counts as `decideSlidingWindow` reads them: a meter's state, or a transition's (`viewOf`).
+ * Sub-window `precision` is `newest`; those before it are in `older`, or without it only the one
+ * before the newest holds any, `total − newest`.
+ */
+interface Counted {
+  readonly start: number
+  readonly newest: number
+  readonly older: readonly number[] | undefined
+  /** The running total of every count; undefined: summed from the counts when needed. */
+  readonly total: number | undefined
+}
+
+/** No counts at all: a new or expired key. */
+const EMPTY: Counted = { start: 0, newest: 0, older: undefined, total: 0 }
+
+/** A transition's state as `decideSlidingWindow` reads it: its array is all the counts, oldest first. */
+function viewOf({ start, counts }: SlidingWindowState, precision: number): Counted {
+  return { start, newest: counts[precision] ?? 0, older: counts, total: undefined }
+}
 
 /**
  * Estimates the count over the last window as the full sub-windows inside it plus the oldest
@@ -41,7 +64,7 @@ type Counts = readonly number[] | number
  * Admits while estimate + cost ≤ limit.
  */
 export const slidingWindow: Transition<SlidingWindowState> = (state, now, policy, cost) => {
-  const outcome = decideSlidingWindow(state, now, policy, cost)
+  const outcome = decideSlidingWindow(state && viewOf(state, policy.precision), now, policy, cost)
   if (!outcome.allowed || cost === 0) return { state: state as SlidingWindowState, outcome }
   const { precision } = policy
   const size = policy.window / precision
@@ -57,7 +80,7 @@ export const slidingWindow: Transition<SlidingWindowState> = (state, now, policy
  * first (as the Lua mirror does), so a running total gives the same float as a loop would.
  */
 function decideSlidingWindow(
-  state: { readonly start: number; readonly counts: Counts; readonly total?: number } | undefined,
+  state: Counted | undefined,
   now: number,
   policy: Policy,
   cost: number,
@@ -69,46 +92,40 @@ function decideSlidingWindow(
   // A clock that steps back (NTP) must not read past the stored counts: treat it as no time passed.
   // Starts are multiples of `size`, so the shift is a whole number of sub-windows.
   const shift = state === undefined ? precision + 1 : shiftOf(state.start, start, size)
-  const counts = state === undefined ? NONE : state.counts
-  // The stored total, which the compact form needs to read its older count.
-  const stored = state?.total ?? 0
+  const counts = state ?? EMPTY
   let total = 0
   if (shift <= precision) {
-    if (state?.total === undefined) {
-      for (let i = shift; i <= precision; i++) total += countIn(counts, stored, precision, i)
+    if (counts.total === undefined) {
+      for (let i = shift; i <= precision; i++) total += countIn(counts, precision, i)
     } else {
       // The running total less the sub-windows that slid out: O(1) per sub-window passed.
-      total = stored
-      for (let i = 0; i < shift; i++) total -= countIn(counts, stored, precision, i)
+      total = counts.total
+      for (let i = 0; i < shift; i++) total -= countIn(counts, precision, i)
     }
   }
-  const oldest = shift <= precision ? countIn(counts, stored, precision, shift) : 0
+  const oldest = shift <= precision ? countIn(counts, precision, shift) : 0
   const left = start + size - now
   const estimate = (oldest * left) / size + (total - oldest)
 
   if (estimate + cost > limit + 1e-9) {
-    const wait = timeUntilBelow(counts, stored, shift, 0, precision, left, size, estimate + cost - limit)
-    const resetAfter = resetAfterOf(counts, stored, shift, 0, precision, left, size)
+    const wait = timeUntilBelow(counts, shift, 0, precision, left, size, estimate + cost - limit)
+    const resetAfter = resetAfterOf(counts, shift, 0, precision, left, size)
     return denied(floorUnits(limit - estimate), resetAfter, wait, label)
   }
   const remaining = floorUnits(limit - estimate - cost)
   const nextAfter =
     remaining === 0
-      ? Math.max(1, timeUntilBelow(counts, stored, shift, cost, precision, left, size, estimate + cost + 1 - limit))
+      ? Math.max(1, timeUntilBelow(counts, shift, cost, precision, left, size, estimate + cost + 1 - limit))
       : undefined
-  return admitted(remaining, resetAfterOf(counts, stored, shift, cost, precision, left, size), 0, nextAfter, label)
+  return admitted(remaining, resetAfterOf(counts, shift, cost, precision, left, size), 0, nextAfter, label)
 }
 
-/**
- * The count of sub-window `i` (0 the oldest): from the array, or from the compact form (see
- * `RunningWindow`), `total` being the state's stored running total.
- */
-function countIn(counts: Counts, total: number, precision: number, i: number): number {
-  if (typeof counts !== 'number') return counts[i] ?? 0
-  return i === precision ? counts : i === precision - 1 ? total - counts : 0
+/** The count of sub-window `i` (0 the oldest, `precision` the newest). */
+function countIn({ newest, older, total }: Counted, precision: number, i: number): number {
+  if (i === precision) return newest
+  if (older !== undefined) return older[i] ?? 0
+  return i === precision - 1 ? (total as number) - newest : 0
 }
-
-const NONE: readonly number[] = []
 
 /**
  * The sliding window on a state kept and changed in place (see `Meter`): the counts move down
@@ -117,27 +134,19 @@ const NONE: readonly number[] = []
  */
 export const slidingWindowMeter: Meter<RunningWindow> = {
   decide(state, now, policy, cost, label) {
-    // The common cases inline, still in the stored sub-window with quota to spare, worked out as
-    // `decideSlidingWindow` does with no sub-window passed. Compact counts: the oldest sub-window
-    // (index 0 of 3 or more) is empty, so the estimate is the total, and the reset is from the
-    // newest non-empty sub-window. An array (a busy key): the newest sub-window holds counts.
-    const { limit, precision } = policy
-    if (state !== undefined && precision > 1) {
+    // The common case inline, from the state's fields alone: still in the stored sub-window, the
+    // newest sub-window holding counts, quota to spare. The same floats in the same order as
+    // `decideSlidingWindow` with no sub-window passed; an empty oldest sub-window (a key younger
+    // than its window, or a quiet one) weighs 0 without a division.
+    if (state !== undefined) {
+      const { start, newest, oldest, total } = state
+      const { limit, precision } = policy
       const size = policy.window / precision
-      const { start, counts, total } = state
-      if (now >= start && now - start < size) {
-        if (typeof counts === 'number') {
-          const remaining = limit - total - cost
-          if (remaining >= 1 && (total > 0 || cost > 0)) {
-            const newest = counts + cost > 0 ? precision : precision - 1
-            return admitted(floorUnits(remaining), start + size - now + newest * size, 0, undefined, label)
-          }
-        } else if ((counts[precision] as number) + cost > 0) {
-          const oldest = counts[0] as number
-          const left = start + size - now
-          const remaining = floorUnits(limit - ((oldest * left) / size + (total - oldest)) - cost)
-          if (remaining >= 1) return admitted(remaining, left + precision * size, 0, undefined, label)
-        }
+      if (now >= start && now - start < size && newest + cost > 0) {
+        const left = start + size - now
+        const weighted = oldest === 0 ? 0 : (oldest * left) / size
+        const remaining = floorUnits(limit - (weighted + (total - oldest)) - cost)
+        if (remaining >= 1) return admitted(remaining, left + precision * size, 0, undefined, label)
       }
     }
     return decideSlidingWindow(state, now, policy, cost, label)
@@ -146,70 +155,89 @@ export const slidingWindowMeter: Meter<RunningWindow> = {
     const size = window / precision
     const start = alignedStart(now, size, state?.start)
     if (state === undefined) {
-      if (spare === undefined) return { start, counts: cost, total: cost, expiry: 0 }
+      if (spare === undefined) return runningWindow(start, cost, 0, cost, undefined)
       // A spare keeps its form: an array it has is reused rather than left as old garbage.
-      if (typeof spare.counts === 'number') spare.counts = cost
-      else {
-        spare.counts.fill(0)
-        spare.counts[precision] = cost
-      }
+      spare.older?.fill(0)
       spare.start = start
+      spare.newest = cost
+      spare.oldest = 0
       spare.total = cost
       return spare
     }
     const shift = shiftOf(state.start, start, size)
+    if (shift > 0) slide(state, shift, precision)
     state.start = start
-    let { counts } = state
-    if (typeof counts === 'number') {
-      const older = state.total - counts
-      if (shift === 0) {
-        state.counts = counts + cost
-        state.total += cost
-        return state
-      }
-      // Still compact if, after the shift, no count lands below the newest two sub-windows.
-      if ((counts === 0 || shift === 1 || shift > precision) && (older === 0 || shift >= precision)) {
-        const kept = shift === 1 ? counts : 0
-        state.counts = cost
-        state.total = kept + cost
-        return state
-      }
-      counts = new Array<number>(precision + 1).fill(0)
-      counts[precision] = state.counts as number
-      counts[precision - 1] = older
-      state.counts = counts
-    }
-    if (shift > precision) {
-      counts.fill(0)
-      state.total = 0
-    } else if (shift > 0) {
-      // A loop: copyWithin and fill cost more than they move for a few dozen counts.
-      for (let i = 0; i < shift; i++) state.total -= counts[i] as number
-      for (let i = 0; i <= precision; i++) counts[i] = i + shift <= precision ? (counts[i + shift] as number) : 0
-    }
-    counts[precision] = (counts[precision] as number) + cost
+    state.newest += cost
     state.total += cost
     return state
   },
-  toState(state, { precision }) {
-    const { start, counts, total } = state
-    if (typeof counts !== 'number') return state
-    const array = new Array<number>(precision + 1).fill(0)
-    array[precision] = counts
-    array[precision - 1] = total - counts
-    return { start, counts: array }
+  toState({ start, newest, total, older }, { precision }) {
+    const counts = older === undefined ? new Array<number>(precision + 1).fill(0) : [...older, 0]
+    if (older === undefined) counts[precision - 1] = total - newest
+    counts[precision] = newest
+    return { start, counts }
   },
   fromState(state) {
     const { start, counts } = state as SlidingWindowState
-    const newest = counts.length - 1
+    const precision = counts.length - 1
     let total = 0
     let compact = true
-    for (let i = 0; i <= newest; i++) {
+    for (let i = 0; i <= precision; i++) {
       total += counts[i] as number
-      if (i < newest - 1 && counts[i] !== 0) compact = false
+      if (i < precision - 1 && counts[i] !== 0) compact = false
     }
-    return { start, counts: compact ? (counts[newest] as number) : counts.slice(), total, expiry: 0 }
+    const older = compact ? undefined : counts.slice(0, precision)
+    return runningWindow(start, counts[precision] as number, counts[0] as number, total, older)
   },
+}
+
+/** A meter's state, every one made here so that all share one shape. */
+function runningWindow(
+  start: number,
+  newest: number,
+  oldest: number,
+  total: number,
+  older: number[] | undefined,
+): RunningWindow {
+  return { start, newest, oldest, total, older, expiry: 0 }
+}
+
+/**
+ * Moves a meter's counts `shift` (≥ 1) sub-windows on, the newest then empty, and drops what slid
+ * out of the window from the total: O(precision) once per sub-window passed.
+ */
+function slide(state: RunningWindow, shift: number, precision: number): void {
+  const { newest } = state
+  let { older } = state
+  if (shift > precision) {
+    older?.fill(0)
+    state.newest = 0
+    state.oldest = 0
+    state.total = 0
+    return
+  }
+  if (older === undefined) {
+    const previous = state.total - newest
+    // Still without an array if, after the shift, no count lands below the newest two sub-windows.
+    if ((newest === 0 || shift === 1) && (previous === 0 || shift === precision)) {
+      const kept = shift === 1 ? newest : 0
+      state.newest = 0
+      state.oldest = precision === 1 ? kept : 0
+      state.total = kept
+      return
+    }
+    older = new Array<number>(precision).fill(0)
+    older[precision - 1] = previous
+    state.older = older
+  }
+  // Loops: copyWithin and fill cost more than they move for a few dozen counts.
+  for (let i = 0; i < shift; i++) state.total -= older[i] as number
+  for (let i = 0; i < precision; i++) {
+    const from = i + shift
+    older[i] = from < precision ? (older[from] as number) : from === precision ? newest : 0
+  }
+  state.newest = 0
+  state.oldest = older[0] as number
 }
 
 /**
@@ -264,8 +292,8 @@ function shifted(state: SlidingWindowState | undefined, start: number, size: num
 }
 
 /** The count of sub-window `i` (0 the oldest) seen `shift` sub-windows on, with `extra` in the newest. */
-function countAt(counts: Counts, total: number, shift: number, extra: number, precision: number, i: number): number {
-  const count = i + shift <= precision ? countIn(counts, total, precision, i + shift) : 0
+function countAt(counts: Counted, shift: number, extra: number, precision: number, i: number): number {
+  const count = i + shift <= precision ? countIn(counts, precision, i + shift) : 0
   return i === precision ? count + extra : count
 }
 
@@ -274,8 +302,7 @@ function countAt(counts: Counts, total: number, shift: number, extra: number, pr
  * sliding out: walk those segments until `excess` has drained.
  */
 function timeUntilBelow(
-  counts: Counts,
-  total: number,
+  counts: Counted,
   shift: number,
   extra: number,
   precision: number,
@@ -286,7 +313,7 @@ function timeUntilBelow(
   let elapsed = 0
   let need = excess
   for (let i = 0; i <= precision; i++) {
-    const count = countAt(counts, total, shift, extra, precision, i)
+    const count = countAt(counts, shift, extra, precision, i)
     const span = i === 0 ? left : size
     const drop = (count * span) / size
     if (count > 0 && drop >= need - 1e-9) return ceilMs(elapsed + (need * size) / count)
@@ -297,8 +324,7 @@ function timeUntilBelow(
 }
 
 function resetAfterOf(
-  counts: Counts,
-  total: number,
+  counts: Counted,
   shift: number,
   extra: number,
   precision: number,
@@ -306,7 +332,7 @@ function resetAfterOf(
   size: number,
 ): number {
   for (let i = precision; i >= 0; i--) {
-    if (countAt(counts, total, shift, extra, precision, i) > 0) return i === 0 ? left : left + i * size
+    if (countAt(counts, shift, extra, precision, i) > 0) return i === 0 ? left : left + i * size
   }
   return 0
 }
