@@ -177,8 +177,7 @@ export class MemoryStore implements Store {
     }
     const held = this.#entries.get(key)
     if (plan.alone && !(held instanceof Entry)) return this.#consumeAlone(key, held, plan, cost, now, asEntries)
-    // The check inline: V8 leaves `#entryOf` out of this method, a call on every decision.
-    let entry = held === undefined ? undefined : held instanceof Entry ? held : this.#entryOf(key, held)
+    let entry = held === undefined ? undefined : this.#entryOf(key, held)
     const { policies } = set
     const { indices, shifts } = plan
     const planMeters = plan.meters as readonly Meter<Kept>[]
@@ -372,17 +371,10 @@ export class MemoryStore implements Store {
     this.#cursor = this.#entries.entries()
   }
 
-  /**
-   * How this store runs the set (see `Plan`). Small enough for V8 to inline into every call:
-   * the last set's plan at once, any other's worked out or found in `#planFor`.
-   */
+  /** How this store runs the set (see `Plan`); worked out once per set. */
   #planOf(set: PolicySet): Plan {
     const last = this.#plan
-    return last !== undefined && last.set === set ? last : this.#planFor(set)
-  }
-
-  /** `#planOf` for a set other than the last one; a set's plan is worked out once. */
-  #planFor(set: PolicySet): Plan {
+    if (last !== undefined && last.set === set) return last
     let plan = this.#plans.get(set)
     if (plan === undefined) {
       const indices = set.policies.map((policy) => {
