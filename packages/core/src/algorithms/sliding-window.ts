@@ -172,8 +172,9 @@ export const slidingWindowMeter: Meter<RunningWindow> = {
     return state
   },
   toState({ start, newest, total, older }, { precision }) {
-    const counts = older === undefined ? new Array<number>(precision + 1).fill(0) : [...older, 0]
-    if (older === undefined) counts[precision - 1] = total - newest
+    if (older !== undefined) return { start, counts: [...older, newest] }
+    const counts = new Array<number>(precision + 1).fill(0)
+    counts[precision - 1] = total - newest
     counts[precision] = newest
     return { start, counts }
   },
