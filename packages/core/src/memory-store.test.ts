@@ -103,14 +103,28 @@ describe('MemoryStore', () => {
     expect(store.peek('b', perMinute)[0]?.remaining).toBe(1)
   })
 
-  // A key of the store's first policy alone is held as that policy's state until it is limited;
-  // in `boxed` the same policy is the store's second, so every key there has an entry.
+  // A key of the store's first policies, in order, is held as their chained states until it is
+  // limited; in `boxed` the same policies come after another, so every key there has an entry.
+  // The sets take turns on the same keys: one, two or three of the policies, or the second alone
+  // (not the store's first, so it makes a chained key an entry).
   for (const algorithm of ALGORITHMS) {
-    it(`${algorithm}: a key held as its one state decides as one held in an entry`, () => {
+    it(`${algorithm}: a key held as chained states decides as one held in an entry`, () => {
+      const policies = [
+        { limit: 4, window: 1000, algorithm },
+        { limit: 6, window: 3000, algorithm, name: 'second' },
+        { limit: 9, window: 7000, algorithm, name: 'third' },
+      ] as const
+      const sets = [
+        parsePolicies([policies[0]]),
+        parsePolicies([policies[0], policies[1]]),
+        parsePolicies([...policies]),
+        parsePolicies([policies[1]]),
+      ]
       const actions = fc.array(
         fc.record({
           op: fc.constantFrom('consume', 'consume', 'consume', 'peek', 'refund', 'penalize', 'reset'),
           key: fc.constantFrom('a', 'b', 'c'),
+          set: fc.constantFrom(0, 1, 1, 2, 3),
           cost: fc.integer({ min: 1, max: 3 }),
           gap: fc.integer({ min: 0, max: 700 }),
         }),
@@ -119,12 +133,11 @@ describe('MemoryStore', () => {
       fc.assert(
         fc.property(actions, (steps) => {
           const clock = { now: 1_000_000 }
-          const alone = new MemoryStore({ maxKeys: 2, now: () => clock.now })
+          const chained = new MemoryStore({ maxKeys: 2, now: () => clock.now })
           const boxed = new MemoryStore({ maxKeys: 2, now: () => clock.now })
-          boxed.consume('other', parsePolicies('1/min'), 1)
-          boxed.reset('other', parsePolicies('1/min'))
-          const set = parsePolicies({ limit: 4, window: 1000, algorithm })
-          const run = (store: MemoryStore, op: string, key: string, cost: number): unknown => {
+          chained.peek('k', sets[2] as PolicySet)
+          boxed.peek('k', parsePolicies(['1/min', ...policies]))
+          const run = (store: MemoryStore, op: string, key: string, set: PolicySet, cost: number): unknown => {
             try {
               if (op === 'consume') return store.consume(key, set, cost)
               if (op === 'peek') return store.peek(key, set)
@@ -135,12 +148,15 @@ describe('MemoryStore', () => {
               return error instanceof StoreFullError ? 'full' : error
             }
           }
-          for (const { op, key, cost, gap } of steps) {
+          for (const { op, key, set, cost, gap } of steps) {
             clock.now += gap
-            expect(run(alone, op, key, cost)).toEqual(run(boxed, op, key, cost))
-            expect(alone.size).toBe(boxed.size)
+            const policySet = sets[set] as PolicySet
+            expect(run(chained, op, key, policySet, cost)).toEqual(run(boxed, op, key, policySet, cost))
+            expect(chained.size).toBe(boxed.size)
           }
-          for (const key of ['a', 'b', 'c']) expect(alone.peek(key, set)).toEqual(boxed.peek(key, set))
+          for (const key of ['a', 'b', 'c']) {
+            expect(chained.peek(key, sets[2] as PolicySet)).toEqual(boxed.peek(key, sets[2] as PolicySet))
+          }
         }),
         { numRuns: 150 },
       )

@@ -54,9 +54,10 @@ class Entry {
 }
 
 /**
- * What the store keeps for a key: an `Entry`, or, while the key has only the state of the
- * store's first policy and is not limited (the usual case for a store serving one limiter of
- * one policy), that state itself. One object and one pointer fewer per decision and per key.
+ * What the store keeps for a key: an `Entry`, or, while the key is not limited and its states are
+ * those of the store's first policies (the usual case for a store serving one limiter), those
+ * states chained: the first policy's state, whose `next` is the second's, and so on. One object
+ * and one pointer fewer per decision and per key. The states in an `Entry` have no `next`.
  */
 type Held = Entry | Kept
 
@@ -77,7 +78,9 @@ interface Plan {
   readonly meters: readonly (Meter<Kept> | undefined)[]
   /** Whether every policy has a meter and a state of its own, so a consume changes states in place. */
   readonly inPlace: boolean
-  /** Whether the set is the store's first policy alone, whose state a key can hold without an `Entry`. */
+  /** Whether the set is the store's first policies in order, whose states a key can hold chained (see `Held`). */
+  readonly chained: boolean
+  /** Whether the set is the store's first policy alone: chained, and run by the shorter `#consumeAlone`. */
   readonly alone: boolean
   /** Each policy's time minus the store's time (see `shiftOf`). */
   readonly shifts: readonly number[]
@@ -176,7 +179,10 @@ export class MemoryStore implements Store {
       return asEntries ? outcomes.map((o, i) => entryOf(set.policies[i] as Policy, o)) : outcomes
     }
     const held = this.#entries.get(key)
-    if (plan.alone && !(held instanceof Entry)) return this.#consumeAlone(key, held, plan, cost, now, asEntries)
+    if (plan.chained && !(held instanceof Entry)) {
+      if (plan.alone) return this.#consumeAlone(key, held, plan, cost, now, asEntries)
+      return this.#consumeChain(key, held, plan, cost, now, asEntries)
+    }
     let entry = held === undefined ? undefined : this.#entryOf(key, held)
     const { policies } = set
     const { indices, shifts } = plan
@@ -226,8 +232,8 @@ export class MemoryStore implements Store {
   }
 
   /**
-   * `#consume` for the store's first policy alone, on a key held as that policy's state (or not
-   * held): it stays so until the key is limited, which takes an `Entry` to protect it.
+   * `#consumeChain` for the store's first policy alone: one state, no loops (a one-policy decision
+   * through the loops ran 13 % more instructions).
    */
   #consumeAlone(
     key: string,
@@ -247,6 +253,8 @@ export class MemoryStore implements Store {
     if (outcome.allowed) {
       state = meter.take(liveState, time, policy, cost, held)
       state.expiry = now + outcome.resetAfter
+      // A state the meter made anew (a sliding log's second entry) takes over the chain.
+      if (held !== undefined && state !== held) state.next = held.next
       if (outcome.remaining > 0) {
         if (held === undefined) this.#insert(key, state, now)
         else if (state !== held) this.#entries.set(key, state)
@@ -254,11 +262,89 @@ export class MemoryStore implements Store {
       }
     }
     if (state === undefined) return outcomes
-    const entry = new Entry(state)
-    entry.protectedUntil = latestOf(outcomes, now)
-    if (held === undefined) this.#insert(key, entry, now)
-    else this.#entries.set(key, entry)
+    this.#protect(key, entryOfChain(state), outcomes, now, held === undefined)
     return outcomes
+  }
+
+  /**
+   * `#consume` for the store's first policies in order, on a key held as their chained states (or
+   * not held): it stays so until the key is limited, which takes an `Entry` to protect it. States
+   * chained after the set's (a longer set's) stay as they are.
+   */
+  #consumeChain(
+    key: string,
+    held: Kept | undefined,
+    plan: Plan,
+    cost: number,
+    now: number,
+    asEntries: boolean,
+  ): readonly Outcome[] {
+    const { policies } = plan.set
+    const { shifts } = plan
+    const planMeters = plan.meters as readonly Meter<Kept>[]
+    const outcomes: Outcome[] = new Array(policies.length)
+    let allowed = true
+    let stored = held
+    for (let i = 0; i < policies.length; i++) {
+      const policy = policies[i] as Policy
+      const time = now + (shifts[i] as number)
+      const outcome = (planMeters[i] as Meter<Kept>).decide(
+        live(stored, now),
+        time,
+        policy,
+        cost,
+        asEntries ? policy : undefined,
+      )
+      outcomes[i] = outcome
+      if (!outcome.allowed) allowed = false
+      stored = stored?.next
+    }
+    if (!allowed) {
+      // Nothing is taken from any policy, so those that would have admitted report their quota untouched.
+      stored = held
+      for (let i = 0; i < policies.length; i++) {
+        if ((outcomes[i] as Outcome).allowed) {
+          const policy = policies[i] as Policy
+          const time = now + (shifts[i] as number)
+          outcomes[i] = (planMeters[i] as Meter<Kept>).decide(
+            live(stored, now),
+            time,
+            policy,
+            0,
+            asEntries ? policy : undefined,
+          )
+        }
+        stored = stored?.next
+      }
+      if (held !== undefined) this.#protect(key, entryOfChain(held), outcomes, now, false)
+      return outcomes
+    }
+    let first = held
+    let previous: Kept | undefined
+    stored = held
+    for (let i = 0; i < policies.length; i++) {
+      const following = stored?.next
+      const time = now + (shifts[i] as number)
+      const state = (planMeters[i] as Meter<Kept>).take(live(stored, now), time, policies[i] as Policy, cost, stored)
+      state.expiry = now + (outcomes[i] as Outcome).resetAfter
+      state.next = following
+      if (previous === undefined) first = state
+      else previous.next = state
+      previous = state
+      stored = following
+    }
+    const chain = first as Kept
+    if (exhausted(outcomes)) this.#protect(key, entryOfChain(chain), outcomes, now, held === undefined)
+    else if (held === undefined) this.#insert(key, chain, now)
+    else if (chain !== held) this.#entries.set(key, chain)
+    return outcomes
+  }
+
+  /** Holds the key as `entry`, protected until its outcomes are back to full quota. */
+  #protect(key: string, entry: Entry, outcomes: readonly Outcome[], now: number, inserting: boolean): void {
+    entry.protectedUntil = latestOf(outcomes, now)
+    if (inserting) this.#insert(key, entry, now)
+    else this.#entries.set(key, entry)
   }
 
   /** `consume` for a set with a `blockFor` policy: the transitions, on the states as they read them. */
@@ -348,7 +434,8 @@ export class MemoryStore implements Store {
       if (policy.blockFor === 0) continue
       const shift = plan.shifts[i] as number
       const next = blockState(states?.[i], until + shift)
-      const blocking: Blocking = { state: next, expiry: now + step(next, now + shift, policy, 0).outcome.resetAfter }
+      const expiry = now + step(next, now + shift, policy, 0).outcome.resetAfter
+      const blocking: Blocking = { state: next, expiry, next: undefined }
       setSlot(entry, indices[i] as number, blocking)
     }
     if (until > entry.protectedUntil) entry.protectedUntil = until
@@ -388,9 +475,10 @@ export class MemoryStore implements Store {
       const planMeters = set.policies.map((policy) => (policy.blockFor > 0 ? undefined : meters[policy.algorithm]))
       // Two policies alike but for their names share one state: taking in place would count twice.
       const inPlace = planMeters.every((meter) => meter !== undefined) && new Set(indices).size === indices.length
-      const alone = inPlace && indices.length === 1 && indices[0] === 0
+      const chained = inPlace && indices.every((index, i) => index === i)
+      const alone = chained && indices.length === 1
       const shifts = set.policies.map((policy) => shiftOf(this.#origin, policy))
-      plan = { set, indices, meters: planMeters, inPlace, alone, shifts }
+      plan = { set, indices, meters: planMeters, inPlace, chained, alone, shifts }
       this.#plans.set(set, plan)
     }
     this.#plan = plan
@@ -410,10 +498,10 @@ export class MemoryStore implements Store {
     return held === undefined ? undefined : this.#entryOf(key, held)
   }
 
-  /** The key's `Entry`: a state held alone becomes its first slot (the key keeps its place in the sweep's order). */
+  /** The key's `Entry`: chained states become its slots (the key keeps its place in the sweep's order). */
   #entryOf(key: string, held: Held): Entry {
     if (held instanceof Entry) return held
-    const entry = new Entry(held)
+    const entry = entryOfChain(held)
     this.#entries.set(key, entry)
     return entry
   }
@@ -487,7 +575,23 @@ function slotAt(entry: Entry, index: number): Kept | undefined {
 /** `slotAt` for a key however it is held. */
 function heldSlot(held: Held, index: number): Kept | undefined {
   if (held instanceof Entry) return slotAt(held, index)
-  return index === 0 ? held : undefined
+  let state: Kept | undefined = held
+  for (let i = 0; i < index && state !== undefined; i++) state = state.next
+  return state
+}
+
+/** An `Entry` of chained states, each in its slot, unchained. */
+function entryOfChain(first: Kept): Entry {
+  const entry = new Entry(first)
+  let state = first.next
+  first.next = undefined
+  for (let index = 1; state !== undefined; index++) {
+    const following: Kept | undefined = state.next
+    state.next = undefined
+    setSlot(entry, index, state)
+    state = following
+  }
+  return entry
 }
 
 function setSlot(entry: Entry, index: number, slot: Kept): void {
@@ -501,7 +605,13 @@ function setSlot(entry: Entry, index: number, slot: Kept): void {
 
 /** When the last of the key's states is back to full quota: the key can be forgotten then (0: none). */
 function expiresAt(held: Held): number {
-  if (!(held instanceof Entry)) return held.expiry
+  if (!(held instanceof Entry)) {
+    let latest = 0
+    for (let state: Kept | undefined = held; state !== undefined; state = state.next) {
+      if (state.expiry > latest) latest = state.expiry
+    }
+    return latest
+  }
   const entry = held
   let latest = Math.max(entry.slot0?.expiry ?? 0, entry.slot1?.expiry ?? 0)
   for (const slot of entry.more ?? []) if (slot !== undefined && slot.expiry > latest) latest = slot.expiry
@@ -531,7 +641,7 @@ function statesOf(entry: Entry, plan: Plan, now: number): (AlgorithmState | unde
 /** Stores a state a transition (or refund, penalty) returned for the set's policy `i`, with its expiry. */
 function keep(entry: Entry, plan: Plan, i: number, state: AlgorithmState, expiry: number): void {
   const meter = plan.meters[i]
-  const blocking: Blocking | undefined = meter === undefined ? { state, expiry } : undefined
+  const blocking: Blocking | undefined = meter === undefined ? { state, expiry, next: undefined } : undefined
   const slot = blocking ?? (meter as Meter<Kept>).fromState(state)
   slot.expiry = expiry
   setSlot(entry, plan.indices[i] as number, slot)

@@ -44,7 +44,7 @@ export const fixedWindowMeter: Meter<Mutable<FixedWindowState> & Kept> = {
   take(live, now, { window }, cost, spare) {
     const start = alignedStart(now, window, live?.start)
     const state = live ?? spare
-    if (state === undefined) return { start, count: cost, expiry: 0 }
+    if (state === undefined) return { start, count: cost, expiry: 0, next: undefined }
     state.count = live !== undefined && live.start === start ? live.count + cost : cost
     state.start = start
     return state
@@ -54,6 +54,7 @@ export const fixedWindowMeter: Meter<Mutable<FixedWindowState> & Kept> = {
     start: (state as FixedWindowState).start,
     count: (state as FixedWindowState).count,
     expiry: 0,
+    next: undefined,
   }),
 }
 

@@ -67,12 +67,12 @@ export const gcraMeter: Meter<Mutable<GcraState> & Kept> = {
   take(live, now, policy, cost, spare) {
     const tat = tatAfter(live, now, policy, cost)
     const state = live ?? spare
-    if (state === undefined) return { tat, expiry: 0 }
+    if (state === undefined) return { tat, expiry: 0, next: undefined }
     state.tat = tat
     return state
   },
   toState: (state) => state,
-  fromState: (state) => ({ tat: (state as GcraState).tat, expiry: 0 }),
+  fromState: (state) => ({ tat: (state as GcraState).tat, expiry: 0, next: undefined }),
 }
 
 /**

@@ -28,9 +28,13 @@ export interface Meter<M extends Kept> {
 
 /**
  * What every state a meter keeps carries for its store: when the state is back to full quota
- * (in the store's time), and so reads as no state at all. Kept in the state object itself, one
- * load fewer per decision than a separate array of expiries.
+ * (in the store's time), and so reads as no state at all; and a link the store may chain a key's
+ * states by (MemoryStore: the state of its next policy for the same key). Both in the state
+ * object itself: one load fewer per decision than a separate array of expiries, and one object
+ * fewer per key than a holder of its states. A meter makes each state with `next` undefined and
+ * leaves it as it is.
  */
 export interface Kept {
   expiry: number
+  next: Kept | undefined
 }

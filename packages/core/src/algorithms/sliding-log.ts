@@ -183,7 +183,7 @@ export const slidingLogMeter: Meter<SlidingLogDeque> = {
   },
   take(live, now, { window }, cost, spare) {
     if (live === undefined) {
-      if (spare === undefined) return { times: now, used: cost, expiry: 0 }
+      if (spare === undefined) return { times: now, used: cost, expiry: 0, next: undefined }
       // Expired or reset: none of its entries count any more. A spare keeps its form: arrays it
       // has are reused rather than left as old garbage.
       if (isOne(spare)) {
@@ -247,11 +247,11 @@ export const slidingLogMeter: Meter<SlidingLogDeque> = {
   fromState(state) {
     const { times, costs } = state as SlidingLogState
     if (times.length === 1) {
-      return { times: times[0] as number, used: costs[0] as number, expiry: 0 }
+      return { times: times[0] as number, used: costs[0] as number, expiry: 0, next: undefined }
     }
     let used = 0
     for (const cost of costs) used += cost
-    return { times: times.slice(), costs: costs.slice(), head: 0, used, expiry: 0 }
+    return { times: times.slice(), costs: costs.slice(), head: 0, used, expiry: 0, next: undefined }
   },
 }
 
@@ -289,10 +289,10 @@ function takeOne(state: OneEntry, now: number, window: number, cost: number): Sl
   // key's arrays get the capacity they had (a literal of two would grow to more).
   const times = [time]
   times.push(now)
-  if (units) return { times, costs: undefined, head: 0, used: 2, expiry: 0 }
+  if (units) return { times, costs: undefined, head: 0, used: 2, expiry: 0, next: undefined }
   const costs = [held]
   costs.push(cost)
-  return { times, costs, head: 0, used: held + cost, expiry: 0 }
+  return { times, costs, head: 0, used: held + cost, expiry: 0, next: undefined }
 }
 
 /**

@@ -200,7 +200,7 @@ function runningWindow(
   total: number,
   older: number[] | undefined,
 ): RunningWindow {
-  return { start, newest, oldest, total, older, expiry: 0 }
+  return { start, newest, oldest, total, older, expiry: 0, next: undefined }
 }
 
 /**

@@ -63,7 +63,7 @@ export const tokenBucketMeter: Meter<Mutable<TokenBucketState> & Kept> = {
   take(live, now, policy, cost, spare) {
     const tokens = tokensAt(live, now, policy) - cost * policy.window
     const state = live ?? spare
-    if (state === undefined) return { tokens, updated: now, expiry: 0 }
+    if (state === undefined) return { tokens, updated: now, expiry: 0, next: undefined }
     state.tokens = tokens
     state.updated = now
     return state
@@ -73,6 +73,7 @@ export const tokenBucketMeter: Meter<Mutable<TokenBucketState> & Kept> = {
     tokens: (state as TokenBucketState).tokens,
     updated: (state as TokenBucketState).updated,
     expiry: 0,
+    next: undefined,
   }),
 }
 
