@@ -106,7 +106,7 @@ describe('MemoryStore', () => {
   // A key of the store's first policies, in order, is held as their chained states until it is
   // limited; in `boxed` the same policies come after another, so every key there has an entry.
   // The sets take turns on the same keys: one, two or three of the policies, or the second alone
-  // (not the store's first, so it makes a chained key an entry).
+  // (not the store's first, so it makes a chained key an entry). Sliding logs chain only alone.
   for (const algorithm of ALGORITHMS) {
     it(`${algorithm}: a key held as chained states decides as one held in an entry`, () => {
       const policies = [

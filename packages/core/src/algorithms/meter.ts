@@ -15,9 +15,9 @@ export interface Meter<M extends Kept> {
   decide(state: M | undefined, now: number, policy: Policy, cost: number, label?: Policy): Outcome
   /**
    * Applies `cost` that `decide` admitted at the same `now`: the state changed in place, or a new
-   * one (expiry 0, next undefined). `spare`, with no live state: an expired state of the same policy to write the
-   * new one into, so a key whose state expires between requests does not make a new object each
-   * time (objects that have lived long are the costly garbage).
+   * one (expiry 0, next undefined). `spare`, with no live state: an expired state of the same
+   * policy to write the new one into, so a key whose state expires between requests does not make
+   * a new object each time (objects that have lived long are the costly garbage).
    */
   take(state: M | undefined, now: number, policy: Policy, cost: number, spare?: M): M
   /** The state as the pure functions (refund, penalize) read it, for `policy`; may be the same object. */
