@@ -256,8 +256,6 @@ export class MemoryStore implements Store {
     if (outcome.allowed) {
       state = meter.take(liveState, time, policy, cost, held)
       state.expiry = now + outcome.resetAfter
-      // A state the meter made anew (a sliding log's second entry) takes over the chain.
-      if (held !== undefined && state !== held) state.next = held.next
       if (outcome.remaining > 0) {
         if (held === undefined) this.#insert(key, state, now)
         else if (state !== held) this.#entries.set(key, state)
@@ -331,8 +329,7 @@ export class MemoryStore implements Store {
       const state = (planMeters[i] as Meter<Kept>).take(live(stored, now), time, policies[i] as Policy, cost, stored)
       state.expiry = now + (outcomes[i] as Outcome).resetAfter
       if (state !== stored) {
-        // Made anew (a new key's, or a sliding log's second entry): it takes the stored one's place.
-        state.next = following
+        // A new key's state, or the first past the end of a shorter set's chain.
         if (previous === undefined) first = state
         else previous.next = state
       }
@@ -482,7 +479,9 @@ export class MemoryStore implements Store {
       // Two policies alike but for their names share one state: taking in place would count twice.
       const inPlace = planMeters.every((meter) => meter !== undefined) && new Set(indices).size === indices.length
       // A sliding log among several policies keeps an entry: chained, the two-policy log ran 35 %
-      // slower (with twice the last-level misses in callgrind's cache simulation).
+      // slower (with twice the last-level misses in callgrind's cache simulation). So a stored
+      // state in a chain of several is always changed in place: only a sliding log's `take` makes
+      // a new state over a stored one, which would have to take over its link.
       const logs = indices.length > 1 && set.policies.some((policy) => policy.algorithm === 'sliding-log')
       const chained = inPlace && !logs && indices.every((index, i) => index === i)
       const alone = chained && indices.length === 1
