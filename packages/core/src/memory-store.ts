@@ -336,10 +336,10 @@ export class MemoryStore implements Store {
       previous = state
       stored = following
     }
+    // A stored chain was changed in place (see `logs` in `#planOf`): only a new key's is stored here.
     const chain = first as Kept
     if (exhausted(outcomes)) this.#protect(key, entryOfChain(chain), outcomes, now, held === undefined)
     else if (held === undefined) this.#insert(key, chain, now)
-    else if (chain !== held) this.#entries.set(key, chain)
     return outcomes
   }
 
