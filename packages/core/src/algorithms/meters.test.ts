@@ -174,4 +174,44 @@ describe('meters decide as the transitions do', () => {
     const { times } = kept as unknown as { times: number[] }
     expect(times.length).toBeLessThanOrEqual(2 * 500 + 32)
   })
+
+  it('sliding-log: a busy log that moves its live entries down still decides and reads as the transition', () => {
+    // The random steps above seldom drop 32 entries from a log of 40 at most, so the move down
+    // (entries from head on moved to the start, with costs or without) is driven here: at least
+    // 2 s of steps of a 1 s window hold at most 120 live entries, so every run moves down.
+    const meter = meters['sliding-log']
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 20, max: 120 }),
+        fc.array(fc.record({ gap: fc.integer({ min: 5, max: 25 }), cost: fc.constantFrom(1, 1, 1, 2) }), {
+          minLength: 400,
+          maxLength: 600,
+        }),
+        fc.boolean(),
+        (limit, steps, unitsOnly) => {
+          const policy = parsePolicy({ limit, window: 1000, algorithm: 'sliding-log' })
+          let now = 1_000_000
+          let state: AlgorithmState | undefined
+          let kept: Kept | undefined
+          let movedDown = 0
+          for (const { gap, cost: drawn } of steps) {
+            now += gap
+            const cost = unitsOnly ? 1 : drawn
+            const result = step(state, now, policy, cost)
+            expect(meter.decide(kept, now, policy, cost)).toEqual(result.outcome)
+            if (!result.outcome.allowed) continue
+            const headBefore = (kept as { head?: number } | undefined)?.head ?? 0
+            state = result.state
+            kept = meter.take(kept, now, policy, cost)
+            // Moved down, not emptied: an emptied log starts again with the one entry just taken.
+            const { head, times } = kept as unknown as { head: number; times: number[] }
+            if (headBefore > 0 && head === 0 && times.length > 1) movedDown++
+            expect(plain('sliding-log', kept, policy)).toEqual(state)
+          }
+          return movedDown > 0
+        },
+      ),
+      { numRuns: 60 },
+    )
+  })
 })

@@ -205,12 +205,8 @@ export const slidingLogMeter: Meter<SlidingLogDeque> = {
       if (costs !== undefined) costs.length = 0
       head = 0
     } else if (head >= COMPACT_AT && head * 2 >= times.length) {
-      times.copyWithin(0, head)
-      times.length -= head
-      if (costs !== undefined) {
-        costs.copyWithin(0, head)
-        costs.length -= head
-      }
+      moveDown(times, head)
+      if (costs !== undefined) moveDown(costs, head)
       head = 0
     }
     if (costs === undefined && cost !== 1) {
@@ -253,6 +249,16 @@ export const slidingLogMeter: Meter<SlidingLogDeque> = {
     for (const cost of costs) used += cost
     return { times: times.slice(), costs: costs.slice(), head: 0, used, expiry: 0, next: undefined }
   },
+}
+
+/**
+ * Moves the entries from `from` on to the start and drops the rest. A loop: `copyWithin` takes
+ * V8's generic path, about 35 ns an entry against 1 for the loop (250 entries: 8.7 µs against 0.26).
+ */
+function moveDown(entries: number[], from: number): void {
+  const length = entries.length - from
+  for (let i = 0; i < length; i++) entries[i] = entries[i + from] as number
+  entries.length = length
 }
 
 /** A log of one entry per unit (from `head` on), merged per millisecond as the transition keeps it. */
