@@ -86,6 +86,8 @@ const KEYS = Array.from({ length: 10_000 }, (_, i) => `198.51.${(i >> 8) & 255}.
 const FLOOR = 'floor: awaited Map counter'
 const CLOCK = 'reference: awaited Map counter + Date.now()'
 const HAND = 'hand-written fixed window, 1 policy, Decision-shaped answer'
+/** The sliding-log rows' counterpart of HAND: see `handWrittenLogs`. */
+const HAND_LOGS = 'hand-written sliding log, 2 policies, Decision-shaped answer'
 const ERL = 'express-rate-limit MemoryStore'
 const RLF = 'rate-limiter-flexible RateLimiterMemory'
 /**
@@ -101,6 +103,7 @@ const NAMES = [
   FLOOR,
   CLOCK,
   HAND,
+  HAND_LOGS,
   ...ALGORITHMS.flatMap((a) => [sluice(a, 1), sluice(a, 2)]),
   BUSY,
   BUSY_LOG,
@@ -115,7 +118,7 @@ const NAMES = [
  * which, when the measured decisions held that moment, doubled the figure. They warm up by at
  * least LOG_WARM_DECISIONS, under callgrind too: 30 entries per key when measuring starts.
  */
-const WARMED_BY_COUNT = new Set([sluice('sliding-log', 1), sluice('sliding-log', 2)])
+const WARMED_BY_COUNT = new Set([sluice('sliding-log', 1), sluice('sliding-log', 2), HAND_LOGS])
 const LOG_WARM_DECISIONS = 300_000
 /**
  * Rows with a 1 s policy, whose states turn over within the warm-up: under callgrind they warm up
@@ -140,6 +143,7 @@ function contender(name: string): { decide: (key: string) => Promise<unknown>; c
     }
   }
   if (name === HAND) return { decide: handWritten() }
+  if (name === HAND_LOGS) return { decide: handWrittenLogs() }
   if (name === ERL) {
     const store = new ErlMemoryStore()
     store.init({ windowMs: 60_000 } as never)
@@ -221,6 +225,78 @@ function handWritten(): (key: string) => Promise<unknown> {
       source: 'store',
     }
   }
+}
+
+/**
+ * `handWritten` for the two-policy sliding-log rows' limits (10 000 a minute and 10 000 a
+ * second): per key, two exact logs, each an array of admission times with a head index (moved on
+ * as entries leave, the live ones moved down once the dead ones are half), and a decision with
+ * both policies' entries. What any limiter that keeps both logs exactly must spend: its writes
+ * to two growing arrays per key are the memory traffic that rate-limiter-flexible's one counter
+ * does not have.
+ */
+function handWrittenLogs(): (key: string) => Promise<unknown> {
+  const limit = 10_000
+  const logs = new Map<string, { minute: HandLog; second: HandLog }>()
+  const entry = (name: string, window: number, allowed: boolean, count: number) => ({
+    name,
+    algorithm: 'sliding-log',
+    limit,
+    window,
+    allowed,
+    remaining: limit - count,
+    resetAfter: window,
+    retryAfter: 0,
+    delay: 0,
+    nextAfter: undefined,
+  })
+  return async (key) => {
+    const now = COUNTING ? virtualNow() : Date.now()
+    let log = logs.get(key)
+    if (log === undefined) {
+      log = { minute: { times: [], head: 0 }, second: { times: [], head: 0 } }
+      logs.set(key, log)
+    }
+    const inMinute = liveIn(log.minute, now - 60_000)
+    const inSecond = liveIn(log.second, now - 1_000)
+    const allowed = inMinute < limit && inSecond < limit
+    if (allowed) {
+      log.minute.times.push(now)
+      log.second.times.push(now)
+    }
+    const taken = allowed ? 1 : 0
+    const minute = entry('default', 60_000, allowed, inMinute + taken)
+    const second = entry('burst', 1_000, allowed, inSecond + taken)
+    const binding = second.remaining < minute.remaining ? second : minute
+    return {
+      allowed,
+      limit,
+      remaining: binding.remaining,
+      resetAfter: binding.resetAfter,
+      retryAfter: 0,
+      delay: 0,
+      policies: [minute, second],
+      binding,
+      key,
+      source: 'store',
+    }
+  }
+}
+
+/** One of `handWrittenLogs`' logs: admission times, those before `head` gone. */
+interface HandLog {
+  times: number[]
+  head: number
+}
+
+/** Drops `log`'s entries at or before `expired` (moving the rest down once half are gone); how many are left. */
+function liveIn(log: HandLog, expired: number): number {
+  while (log.head < log.times.length && (log.times[log.head] as number) <= expired) log.head++
+  if (log.head >= 32 && log.head * 2 >= log.times.length) {
+    log.times = log.times.slice(log.head)
+    log.head = 0
+  }
+  return log.times.length - log.head
 }
 
 /** In a child: warm up, then print the CPU time (user + system) per decision, not wall time. */

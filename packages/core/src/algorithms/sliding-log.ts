@@ -178,8 +178,19 @@ function decideOne(time: number, held: number, now: number, policy: Policy, cost
  */
 export const slidingLogMeter: Meter<SlidingLogDeque> = {
   decide(state, now, policy, cost, label) {
-    if (state === undefined || !isOne(state)) return decideSlidingLog(state, now, policy, cost, label)
-    return decideOne(state.times, state.used, now, policy, cost, label)
+    if (state === undefined) return decideSlidingLog(state, now, policy, cost, label)
+    if (isOne(state)) return decideOne(state.times, state.used, now, policy, cost, label)
+    const { times, head, used } = state
+    // The common case, nothing leaving and room to spare, needs only `used`: the newest entry (a
+    // line of the log that the admission writes but need not wait for) is not read.
+    if (
+      cost > 0 &&
+      used + cost < policy.limit &&
+      (head === times.length || (times[head] as number) > now - policy.window)
+    ) {
+      return admitted(policy.limit - used - cost, policy.window, 0, undefined, label)
+    }
+    return decideSlidingLog(state, now, policy, cost, label)
   },
   take(live, now, { window }, cost, spare) {
     if (live === undefined) {
