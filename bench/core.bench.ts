@@ -4,7 +4,8 @@
  * pair of them with the same two limits as sluice's two-policy rows), and an
  * awaited bare Map counter as the floor, with and without a clock read (the reference), and a
  * hand-written fixed window that answers with a Decision's fields: the least a limiter with
- * sluice's answer can cost. Limits are high so that nothing is denied (rate-limiter-flexible
+ * sluice's answer can cost (and a hand-written pair of exact logs: the least the two-policy
+ * sliding log can cost). Limits are high so that nothing is denied (rate-limiter-flexible
  * rejects on denial, which would measure exceptions).
  *
  * Each measurement runs in a fresh process, as in an app with one kind of limiter: in one shared
