@@ -26,6 +26,23 @@ describe('MemoryStore', () => {
     expect(hit('attacker')?.allowed).toBe(false)
   })
 
+  // Another policy is the store's first, so the set's keys are held in entries (as a sliding log
+  // among several policies always is). Eviction passes over a limited key as the sweep goes round.
+  for (const algorithm of ALGORITHMS) {
+    it(`${algorithm}: protects a key whose admission used up its second policy, held in an entry`, () => {
+      const store = new MemoryStore({ maxKeys: 3, now: () => 0 })
+      store.peek('k', parsePolicies('1/min'))
+      const set = parsePolicies([
+        { limit: 5, window: 60_000, algorithm },
+        { limit: 1, window: 1_000, algorithm, name: 'burst' },
+      ])
+      expect(store.consume('limited', set, 1).map((o) => o.remaining)).toEqual([4, 0])
+      const others = parsePolicies('10/min')
+      for (let i = 0; i < 20; i++) store.consume(`flood-${i}`, others, 1)
+      expect(store.consume('limited', set, 1).map((o) => o.allowed)).toEqual([true, false])
+    })
+  }
+
   it('evicts a key that is not limited when full, passing over limited ones', () => {
     const { store, hit } = setup(3)
     hit('old')
