@@ -178,70 +178,33 @@ function decideOne(time: number, held: number, now: number, policy: Policy, cost
  */
 export const slidingLogMeter: Meter<SlidingLogDeque> = {
   decide(state, now, policy, cost, label) {
-    if (state === undefined) return decideSlidingLog(state, now, policy, cost, label)
-    if (isOne(state)) return decideOne(state.times, state.used, now, policy, cost, label)
-    const { times, head, used } = state
     // The common case, nothing leaving and room to spare, needs only `used`: the newest entry (a
     // line of the log that the admission writes but need not wait for) is not read.
     if (
+      state !== undefined &&
+      !isOne(state) &&
       cost > 0 &&
-      used + cost < policy.limit &&
-      (head === times.length || (times[head] as number) > now - policy.window)
+      state.used + cost < policy.limit &&
+      oldestStays(state, now - policy.window)
     ) {
-      return admitted(policy.limit - used - cost, policy.window, 0, undefined, label)
+      return admitted(policy.limit - state.used - cost, policy.window, 0, undefined, label)
     }
-    return decideSlidingLog(state, now, policy, cost, label)
+    return decideKept(state, now, policy, cost, label)
   },
   take(live, now, { window }, cost, spare) {
-    if (live === undefined) {
-      if (spare === undefined) return { times: now, used: cost, expiry: 0, next: undefined }
-      // Expired or reset: none of its entries count any more. A spare keeps its form: arrays it
-      // has are reused rather than left as old garbage.
-      if (isOne(spare)) {
-        spare.times = now
-        spare.used = cost
-        return spare
-      }
-      spare.times.length = 0
-      spare.costs = undefined
-      spare.head = 0
-      spare.used = 0
+    // The common case, a unit on a log of units from which nothing leaves: one push.
+    if (
+      live !== undefined &&
+      !isOne(live) &&
+      cost === 1 &&
+      live.costs === undefined &&
+      oldestStays(live, now - window)
+    ) {
+      live.times.push(now)
+      live.used += 1
+      return live
     }
-    const state = (live ?? spare) as SlidingLogDeque
-    if (isOne(state)) return takeOne(state, now, window, cost)
-    let { times, head, used, costs } = state
-    while (head < times.length && (times[head] as number) <= now - window) used -= costAt(costs, head++)
-    if (head === times.length) {
-      times.length = 0
-      if (costs !== undefined) costs.length = 0
-      head = 0
-    } else if (head >= COMPACT_AT && head * 2 >= times.length) {
-      moveDown(times, head)
-      if (costs !== undefined) moveDown(costs, head)
-      head = 0
-    }
-    if (costs === undefined && cost !== 1) {
-      // The first admission of another cost: from now on each entry carries its cost, one entry
-      // per millisecond as the transition keeps them.
-      const merged = perMillisecond(times, head)
-      times = merged.times as number[]
-      costs = merged.costs as number[]
-      state.times = times
-      state.costs = costs
-      head = 0
-    }
-    const last = times.length - 1
-    if (costs === undefined) {
-      times.push(now)
-    } else if (last >= head && times[last] === now) {
-      costs[last] = (costs[last] as number) + cost
-    } else {
-      times.push(now)
-      costs.push(cost)
-    }
-    state.head = head
-    state.used = used + cost
-    return state
+    return takeKept(live, now, window, cost, spare)
   },
   toState(state) {
     if (isOne(state)) return { times: [state.times], costs: [state.used] }
@@ -260,6 +223,95 @@ export const slidingLogMeter: Meter<SlidingLogDeque> = {
     for (const cost of costs) used += cost
     return { times: times.slice(), costs: costs.slice(), head: 0, used, expiry: 0, next: undefined }
   },
+}
+
+/**
+ * Whether the deque's oldest entry is still inside the window (time > `expired`), so that no
+ * entry leaves it. The common cases of `decide` and `take` are their own small functions' first
+ * test, which V8 then inlines where they are called; the rest is apart.
+ */
+function oldestStays(state: LogArrays, expired: number): boolean {
+  return state.head < state.times.length && (state.times[state.head] as number) > expired
+}
+
+/** `decide` on any kept log (or none). */
+function decideKept(
+  state: SlidingLogDeque | undefined,
+  now: number,
+  policy: Policy,
+  cost: number,
+  label?: Policy,
+): Outcome {
+  if (state !== undefined && isOne(state)) return decideOne(state.times, state.used, now, policy, cost, label)
+  return decideSlidingLog(state, now, policy, cost, label)
+}
+
+/** `take` on any kept log (or none). */
+function takeKept(
+  live: SlidingLogDeque | undefined,
+  now: number,
+  window: number,
+  cost: number,
+  spare: SlidingLogDeque | undefined,
+): SlidingLogDeque {
+  if (live === undefined) return takeAfresh(spare, now, window, cost)
+  return isOne(live) ? takeOne(live, now, window, cost) : appendToDeque(live, now, window, cost)
+}
+
+/**
+ * `take` with no live state: a new one, or a spare (expired or reset, so none of its entries
+ * count any more) that keeps its form, so that arrays it has are reused rather than left as old
+ * garbage.
+ */
+function takeAfresh(spare: SlidingLogDeque | undefined, now: number, window: number, cost: number): SlidingLogDeque {
+  if (spare === undefined) return { times: now, used: cost, expiry: 0, next: undefined }
+  if (isOne(spare)) {
+    spare.times = now
+    spare.used = cost
+    return spare
+  }
+  spare.times.length = 0
+  spare.costs = undefined
+  spare.head = 0
+  spare.used = 0
+  return appendToDeque(spare, now, window, cost)
+}
+
+/** `take` on a deque: drops the entries that left the window and appends `cost` at `now`, in place. */
+function appendToDeque(state: LogArrays, now: number, window: number, cost: number): LogArrays {
+  let { times, head, used, costs } = state
+  while (head < times.length && (times[head] as number) <= now - window) used -= costAt(costs, head++)
+  if (head === times.length) {
+    times.length = 0
+    if (costs !== undefined) costs.length = 0
+    head = 0
+  } else if (head >= COMPACT_AT && head * 2 >= times.length) {
+    moveDown(times, head)
+    if (costs !== undefined) moveDown(costs, head)
+    head = 0
+  }
+  if (costs === undefined && cost !== 1) {
+    // The first admission of another cost: from now on each entry carries its cost, one entry
+    // per millisecond as the transition keeps them.
+    const merged = perMillisecond(times, head)
+    times = merged.times as number[]
+    costs = merged.costs as number[]
+    state.times = times
+    state.costs = costs
+    head = 0
+  }
+  const last = times.length - 1
+  if (costs === undefined) {
+    times.push(now)
+  } else if (last >= head && times[last] === now) {
+    costs[last] = (costs[last] as number) + cost
+  } else {
+    times.push(now)
+    costs.push(cost)
+  }
+  state.head = head
+  state.used = used + cost
+  return state
 }
 
 /**
