@@ -69,6 +69,18 @@ interface Blocking extends Kept {
   readonly state: AlgorithmState
 }
 
+/**
+ * How a consume runs a set, a constant compared by identity (a boolean field is tested for truth
+ * in a dozen instructions, V8 not knowing it holds only booleans):
+ * - `transitions`: a policy has `blockFor`, or two share a state: the pure transitions;
+ * - `alone`: the store's first policy alone, its key held as its state (`#consumeAlone`);
+ * - `chain`: the store's first policies in order, a key held as their chained states (see `Held`;
+ *   not for several policies of which one is a sliding log) (`#consumeChain`);
+ * - `entry`: any other set, each state changed in place in the key's `Entry`.
+ * A key that is limited is held as an `Entry` whatever the path: its consume then takes the last.
+ */
+type Path = 'transitions' | 'alone' | 'chain' | 'entry'
+
 /** How this store runs one set of policies; worked out once per set. */
 interface Plan {
   readonly set: PolicySet
@@ -76,17 +88,8 @@ interface Plan {
   readonly indices: readonly number[]
   /** Each policy's meter; undefined for a policy with `blockFor`, which runs its transition. */
   readonly meters: readonly (Meter<Kept> | undefined)[]
-  /** Whether every policy has a meter and a state of its own, so a consume changes states in place. */
-  readonly inPlace: boolean
-  /**
-   * Whether the set is the store's first policies in order, whose states a key can hold chained
-   * (see `Held`); not for several policies of which one is a sliding log.
-   */
-  readonly chained: boolean
-  /** Whether the set is the store's first policy alone: chained, and run by the shorter `#consumeAlone`. */
-  readonly alone: boolean
-  /** Whether the set is two policies changed in place and not chained: run by the unrolled `#consumePair`. */
-  readonly pair: boolean
+  /** How a consume runs the set (see `Path`). */
+  readonly path: Path
   /** Each policy's time minus the store's time (see `shiftOf`). */
   readonly shifts: readonly number[]
 }
@@ -179,18 +182,19 @@ export class MemoryStore implements Store {
   #consume(key: string, set: PolicySet, cost: number, asEntries: boolean): readonly Outcome[] {
     const now = this.#time()
     const plan = this.#planOf(set)
-    if (!plan.inPlace) {
+    const { path } = plan
+    if (path === 'transitions') {
       const outcomes = this.#consumeByTransitions(key, plan, cost, now)
       return asEntries ? outcomes.map((o, i) => entryOf(set.policies[i] as Policy, o)) : outcomes
     }
     const held = this.#entries.get(key)
-    if (plan.chained && !(held instanceof Entry)) {
-      if (plan.alone) return this.#consumeAlone(key, held, plan, cost, now, asEntries)
+    if (path !== 'entry' && !(held instanceof Entry)) {
+      if (path === 'alone') return this.#consumeAlone(key, held, plan, cost, now, asEntries)
       return this.#consumeChain(key, held, plan, cost, now, asEntries)
     }
     let entry = held === undefined ? undefined : this.#entryOf(key, held)
-    if (plan.pair) return this.#consumePair(key, entry, plan, cost, now, asEntries)
     const { policies } = set
+    if (policies.length === 2) return this.#consumePair(key, entry, plan, cost, now, asEntries)
     const { indices, shifts } = plan
     const planMeters = plan.meters as readonly Meter<Kept>[]
     const outcomes: Outcome[] = new Array(policies.length)
@@ -534,10 +538,9 @@ export class MemoryStore implements Store {
       // a new state over a stored one, which would have to take over its link.
       const logs = indices.length > 1 && set.policies.some((policy) => policy.algorithm === 'sliding-log')
       const chained = inPlace && !logs && indices.every((index, i) => index === i)
-      const alone = chained && indices.length === 1
-      const pair = inPlace && !chained && indices.length === 2
+      const path = !inPlace ? 'transitions' : !chained ? 'entry' : indices.length === 1 ? 'alone' : 'chain'
       const shifts = set.policies.map((policy) => shiftOf(this.#origin, policy))
-      plan = { set, indices, meters: planMeters, inPlace, chained, alone, pair, shifts }
+      plan = { set, indices, meters: planMeters, path, shifts }
       this.#plans.set(set, plan)
     }
     this.#plan = plan
