@@ -192,14 +192,9 @@ export const slidingLogMeter: Meter<SlidingLogDeque> = {
     return decideKept(state, now, policy, cost, label)
   },
   take(live, now, { window }, cost, spare) {
-    // The common case, a unit on a log of units from which nothing leaves: one push.
-    if (
-      live !== undefined &&
-      !isOne(live) &&
-      cost === 1 &&
-      live.costs === undefined &&
-      oldestStays(live, now - window)
-    ) {
+    // The common case, a unit on a log of units: one push, once what left the window is dropped.
+    if (live !== undefined && !isOne(live) && cost === 1 && live.costs === undefined) {
+      if (!oldestStays(live, now - window)) dropLeft(live, now - window)
       live.times.push(now)
       live.used += 1
       return live
@@ -277,10 +272,14 @@ function takeAfresh(spare: SlidingLogDeque | undefined, now: number, window: num
   return appendToDeque(spare, now, window, cost)
 }
 
-/** `take` on a deque: drops the entries that left the window and appends `cost` at `now`, in place. */
-function appendToDeque(state: LogArrays, now: number, window: number, cost: number): LogArrays {
-  let { times, head, used, costs } = state
-  while (head < times.length && (times[head] as number) <= now - window) used -= costAt(costs, head++)
+/**
+ * Moves `head` past the entries that left the window (time ≤ `expired`), taking their cost off
+ * `used`; empties the log once none is left, and moves the live ones down once the dead are half.
+ */
+function dropLeft(state: LogArrays, expired: number): void {
+  const { times, costs } = state
+  let { head, used } = state
+  while (head < times.length && (times[head] as number) <= expired) used -= costAt(costs, head++)
   if (head === times.length) {
     times.length = 0
     if (costs !== undefined) costs.length = 0
@@ -290,6 +289,14 @@ function appendToDeque(state: LogArrays, now: number, window: number, cost: numb
     if (costs !== undefined) moveDown(costs, head)
     head = 0
   }
+  state.head = head
+  state.used = used
+}
+
+/** `take` on a deque: drops the entries that left the window and appends `cost` at `now`, in place. */
+function appendToDeque(state: LogArrays, now: number, window: number, cost: number): LogArrays {
+  dropLeft(state, now - window)
+  let { times, head, costs } = state
   if (costs === undefined && cost !== 1) {
     // The first admission of another cost: from now on each entry carries its cost, one entry
     // per millisecond as the transition keeps them.
@@ -310,7 +317,7 @@ function appendToDeque(state: LogArrays, now: number, window: number, cost: numb
     costs.push(cost)
   }
   state.head = head
-  state.used = used + cost
+  state.used += cost
   return state
 }
 
