@@ -174,7 +174,9 @@ function decideOne(time: number, held: number, now: number, policy: Policy, cost
  * index, no copy of the log per request. Expired entries are dropped by moving `head`, and the
  * live ones move down once the dead ones are at least half the log, so each entry is moved at
  * most a few times (O(1) amortised). A log of one entry is kept without arrays (`OneEntry`);
- * `take` returns a new object when a second entry makes them.
+ * `take` returns a new object when a second entry makes them. `decide` and `take` test their
+ * common case first and call out for the rest, so that they are small enough for V8 to inline
+ * where a store calls them (twice each for two policies).
  */
 export const slidingLogMeter: Meter<SlidingLogDeque> = {
   decide(state, now, policy, cost, label) {
@@ -220,11 +222,7 @@ export const slidingLogMeter: Meter<SlidingLogDeque> = {
   },
 }
 
-/**
- * Whether the deque's oldest entry is still inside the window (time > `expired`), so that no
- * entry leaves it. The common cases of `decide` and `take` are their own small functions' first
- * test, which V8 then inlines where they are called; the rest is apart.
- */
+/** Whether the deque's oldest entry is still inside the window (time > `expired`), so that no entry leaves it. */
 function oldestStays(state: LogArrays, expired: number): boolean {
   return state.head < state.times.length && (state.times[state.head] as number) > expired
 }
