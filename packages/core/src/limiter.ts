@@ -18,6 +18,7 @@ import {
   withMaxDelay,
 } from './policy.js'
 import { type Awaitable, andThen, isThenable, type Store } from './store.js'
+import { storedKey } from './stored-key.js'
 
 /** Options of `createLimiter`. */
 export interface LimiterOptions {
@@ -150,6 +151,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   }
   /** The key as stored: the namespace's, so that ':' in a key can never reach another namespace. */
   const prefix = namespace === undefined ? '' : `${namespace}:`
+  const stored = (key: string): string => prefix + storedKey(key)
   const breaker = breakerOf(options.breaker)
   const emit = containObserve(options.observe)
   const maxCost = Math.min(...set.policies.map(capacityOf))
@@ -162,7 +164,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
 
   /** Asks a store for a decision: a consume of `cost`, or a peek when cost is PEEK. */
   const ask = (target: Store, key: string, cost: number): Awaitable<readonly Outcome[]> =>
-    cost === PEEK ? target.peek(prefix + key, set) : target.consume(prefix + key, set, cost)
+    cost === PEEK ? target.peek(stored(key), set) : target.consume(stored(key), set, cost)
 
   /** The store answered: close a breaker this probe was testing, and say so when an outage ends. */
   const recovered = (probe: boolean): void => {
@@ -230,7 +232,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     const entries = cost !== PEEK && store.consume === memoryConsume
     let answer: Awaitable<readonly Outcome[]>
     try {
-      answer = entries ? consumeEntries(store as MemoryStore, prefix + key, set, cost) : ask(store, key, cost)
+      answer = entries ? consumeEntries(store as MemoryStore, stored(key), set, cost) : ask(store, key, cost)
     } catch (error) {
       const decided = onFailure(key, cost, error)
       if (probe) countFailure(probe, error)
@@ -304,7 +306,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     },
     async reset(key) {
       if (typeof key !== 'string') throw keyError(key)
-      await settle(store.reset(prefix + key, set), deadlines)
+      await settle(store.reset(stored(key), set), deadlines)
     },
     async refund(key, refundOptions) {
       const cost: unknown = refundOptions?.cost === undefined ? 1 : refundOptions.cost
@@ -322,7 +324,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       if (admittedAt !== undefined && (typeof admittedAt !== 'number' || !Number.isFinite(admittedAt))) {
         throw new ConfigError('admittedAt', admittedAt, 'must be epoch milliseconds from limiter.clock()')
       }
-      await settle(store.refund(prefix + key, set, cost as number, admittedAt), deadlines)
+      await settle(store.refund(stored(key), set, cost as number, admittedAt), deadlines)
     },
     async penalty(key, penaltyOptions) {
       const cost: unknown = penaltyOptions?.cost === undefined ? 1 : penaltyOptions.cost
@@ -333,7 +335,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       if (store.penalize === undefined) {
         throw new ConfigError('store', store, 'cannot take a penalty: use a MemoryStore or RedisStore')
       }
-      await settle(store.penalize(prefix + key, set, cost), deadlines)
+      await settle(store.penalize(stored(key), set, cost), deadlines)
       return run(key, PEEK)
     },
     async block(key, duration) {
@@ -349,7 +351,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       if (store.block === undefined) {
         throw new ConfigError('store', store, 'cannot block: use a MemoryStore or RedisStore')
       }
-      await settle(store.block(prefix + key, set, ms), deadlines)
+      await settle(store.block(stored(key), set, ms), deadlines)
       return run(key, PEEK)
     },
   }
