@@ -140,14 +140,14 @@ export class RedisStore implements Store {
     if (cache === undefined) return this.#decide(key, set, String(cost))
     // While nothing is remembered (the usual case), no lookup and no id to build.
     if (cache.size > 0) {
-      const cached = cache.get(cacheId(key, set), cost, this.#localNow())
+      const cached = cache.get(cacheId(key, set), cost, this.#cacheNow())
       if (cached !== undefined) return cached
     }
     const epoch = cache.epoch
     return this.#decide(key, set, String(cost)).then((outcomes) => {
       // A cheaper request than a remembered denial gets here too: if admitted, that denial's counts are stale.
       if (outcomes.some((o) => !o.allowed)) {
-        cache.set(cacheId(key, set), cost, this.#localNow(), outcomes, set.policies, epoch)
+        cache.set(cacheId(key, set), cost, this.#cacheNow(), outcomes, set.policies, epoch)
       } else if (cache.size > 0) cache.delete(cacheId(key, set))
       return outcomes
     })
@@ -301,6 +301,15 @@ export class RedisStore implements Store {
 
   #localNow(): number {
     return this.#now === undefined ? Date.now() : this.#now()
+  }
+
+  /**
+   * The denied cache's clock: it keeps only spans (a denial holds for its retryAfter), so the
+   * monotonic clock, which a step of the wall clock does not move: a step back must not make a
+   * remembered denial last the length of the step.
+   */
+  #cacheNow(): number {
+    return this.#now === undefined ? performance.now() : this.#now()
   }
 }
 
