@@ -148,7 +148,9 @@ decide = function(i, state, c, bare)
     local counts
     local same, keep = false, false
     local stored = state and struct.unpack('<d', state)
-    if stored and stored >= start then
+    -- As core's sliding window: a start more than a window after this one comes from a clock that
+    -- stepped back (or a glitch forward) and reads as no state, so the step costs at most a window.
+    if stored and stored >= start and stored - start <= window then
       -- The same sub-window, or a clock that stepped back: the counts where they are, read in
       -- one call (its last value, the position after them, is dropped).
       counts = { struct.unpack(string.sub('${DOUBLES}', 1, precision + 2), state, 9) }
@@ -157,7 +159,7 @@ decide = function(i, state, c, bare)
     else
       counts = {}
       for j = 1, precision + 1 do counts[j] = 0 end
-      if stored then
+      if stored and stored < start then
         -- The count at 0-based index j is the double at byte 9 + 8 j.
         local shift = (start - stored) / size
         for j = shift, precision do counts[j - shift + 1] = struct.unpack('<d', state, 9 + 8 * j) end
@@ -271,7 +273,8 @@ decide = function(i, state, c, bare)
     local tokens = capacity
     if state then
       local t, u = struct.unpack('<dd', state)
-      tokens = math.min(capacity, t + math.max(0, now - u) * limit)
+      -- As core's tokensAt: updated more than a window after now reads as a full bucket.
+      if u - now <= window then tokens = math.min(capacity, t + math.max(0, now - u) * limit) end
     end
     local nextTokens = tokens - c * window
     local debtAllowed = maxDelay * limit
@@ -292,7 +295,9 @@ decide = function(i, state, c, bare)
   local interval = window / limit
   local tolerance = interval * burst
   local backlog = 0
-  if state then backlog = math.max(0, struct.unpack('<d', state) - now) end
+  if state then backlog = struct.unpack('<d', state) - now end
+  -- As core's backlogOf: a TAT more than a window (and 1 ms) beyond tolerance + maxDelay reads as none.
+  if backlog > tolerance + maxDelay + window + 1 then backlog = 0 else backlog = math.max(0, backlog) end
   local nextBacklog = backlog + interval * c
   if nextBacklog > tolerance + maxDelay + 1e-6 then
     return false, floorUnits((tolerance - backlog) / interval), ceilMs(backlog),

@@ -21,7 +21,7 @@ ${nowFromArgv(3)}
 
 -- Policy i's state (or false) with cost c taken: the new state, and how long until it drains.
 local function penalize(i, state, c)
-  local code, limit, window, burst, precision = struct.unpack('<ddddd', policies, 56 * i - 55)
+  local code, limit, window, burst, precision, maxDelay = struct.unpack('<dddddd', policies, 56 * i - 55)
 
   if code == 1 then
     local start = now - math.fmod(now, window)
@@ -77,9 +77,11 @@ local function penalize(i, state, c)
     return struct.pack('<dd', nextTokens, now), math.ceil((capacity - nextTokens) / limit)
   end
 
+  -- As core's penalizeGcra: up to a window beyond tolerance + maxDelay, the furthest a TAT is read as one.
+  local interval = window / limit
   local backlog = 0
   if state then backlog = math.max(0, struct.unpack('<d', state) - now) end
-  local nextBacklog = backlog + (window / limit) * c
+  local nextBacklog = math.min(backlog + interval * c, interval * burst + maxDelay + window)
   return struct.pack('<d', now + nextBacklog), math.ceil(nextBacklog)
 end
 
