@@ -96,6 +96,21 @@ describe.skipIf(!privateRedis || !ioredis)('a fallback that shares, while Redis 
     await until(async () => (await limiters[0]?.consume('after'))?.source === 'store', 5000)
   })
 
+  it('FleetSize counts the processes beating into one set, and one that closes is gone at the next beat', async () => {
+    const pair = await Promise.all(
+      [0, 1].map(async () => {
+        const connected = await (ioredis as NonNullable<typeof ioredis>).single(server.port, 'recommended')
+        clients.push(connected)
+        return new FleetSize({ client: connected.client, prefix: 'pair:' })
+      }),
+    )
+    const [staying, leaving] = pair as [FleetSize, FleetSize]
+    fleets.push(staying)
+    await until(() => staying.processes === 2 && leaving.processes === 2)
+    await leaving.close()
+    await until(() => staying.processes === 1)
+  })
+
   it('a MemoryStore fallback enforces the whole limit in each store: four times it in all', async () => {
     const limiters = await fleetOf('whole:', () => new MemoryStore())
     const during = await stalled(() => hammer(limiters, 'hot', 50))
