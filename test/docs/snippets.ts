@@ -29,9 +29,12 @@ export interface Snippet {
   readonly output: string | undefined
 }
 
-/** Every tracked Markdown file but changelogs, which record history rather than teach. */
+/** Every Markdown file git knows or would add, but changelogs, which record history rather than teach. */
 export function markdownFiles(): string[] {
-  return execFileSync('git', ['ls-files', '*.md'], { cwd: root, encoding: 'utf8' })
+  return execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', '*.md'], {
+    cwd: root,
+    encoding: 'utf8',
+  })
     .split('\n')
     .filter((file) => file !== '' && !file.endsWith('CHANGELOG.md') && !file.startsWith('.changeset/'))
 }

@@ -1,3 +1,4 @@
+export type { AcquireOptions } from './acquire.js'
 export * from './admission/index.js'
 export * from './algorithms/index.js'
 export type { BreakerOptions } from './breaker.js'

@@ -1,3 +1,4 @@
+import { type AcquireOptions, acquirer } from './acquire.js'
 import type { Outcome } from './algorithms/index.js'
 import { type BreakerOptions, breakerOf } from './breaker.js'
 import { Deadlines } from './deadlines.js'
@@ -77,6 +78,14 @@ export interface Limiter {
   readonly policies: readonly Policy[]
   /** Decides and, if admitted, takes `cost` from every policy. Never rejects for "limited". */
   consume(key: string, options?: ConsumeOptions): Promise<Decision>
+  /**
+   * Waits until the key has room for `cost`, then takes it: resolves with the admitted decision
+   * (after sleeping each denial's `retryAfter`; no polling), or with the denial once admission
+   * would come after `maxWait`; rejects with the signal's reason when `signal` aborts. Waiters on
+   * one key in this process are admitted first come, first served. For job queues and calls to
+   * an API whose limit you must keep.
+   */
+  acquire(key: string, options?: AcquireOptions): Promise<Decision>
   /** What `consume` with cost 1 would decide, consuming nothing. */
   peek(key: string): Promise<Decision>
   reset(key: string): Promise<void>
@@ -298,6 +307,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
         return Promise.reject(error)
       }
     },
+    acquire: (key, acquireOptions) => acquire(key, acquireOptions),
     peek(key) {
       if (typeof key !== 'string') return Promise.reject(keyError(key))
       return promised(decide(key, PEEK))
@@ -353,6 +363,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       return run(key, PEEK)
     },
   }
+  const acquire = acquirer(limiter)
   immediateConsumers.set(limiter, consumeNow)
   sharing.set(limiter, { store, set, namespace })
   return limiter
