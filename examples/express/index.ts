@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net'
 import { MemoryStore } from '@sluice/core'
-import { concurrencyLimit, rateLimit } from '@sluice/express'
+import { concurrencyLimit, rateLimit, rateLimitOf } from '@sluice/express'
 import express from 'express'
 
 /** Items one `/api/items` call may ask for; each item costs one unit of the API quota. */
@@ -28,7 +28,7 @@ app.get('/', (_req, res) => {
 // successful login is given back once answered (skipSuccessfulRequests), so only failures count.
 app.post('/login', rateLimit({ limits: ['5/min', '1/s'], skipSuccessfulRequests: true }), (req, res) => {
   if (req.get('authorization') !== DEMO_LOGIN) {
-    res.status(401).json({ ok: false, failedAttemptsLeftThisMinute: req.rateLimit?.policies[0]?.remaining })
+    res.status(401).json({ ok: false, failedAttemptsLeftThisMinute: rateLimitOf(req)?.policies[0]?.remaining })
     return
   }
   res.json({ ok: true })
@@ -44,7 +44,10 @@ app.get(
   }),
   (req, res) => {
     const count = itemsOf(req.query.items)
-    res.json({ items: Array.from({ length: count }, (_, i) => ({ id: i + 1 })), quotaLeft: req.rateLimit?.remaining })
+    res.json({
+      items: Array.from({ length: count }, (_, i) => ({ id: i + 1 })),
+      quotaLeft: rateLimitOf(req)?.remaining,
+    })
   },
 )
 

@@ -14,6 +14,8 @@ export const root = fileURLToPath(new URL('../../', import.meta.url))
  *   is run by vitest, and its tests must pass.
  * - `file=<name>.ts`: the block is that module, which other blocks of the page import as
  *   `./<name>.js`.
+ * - `alone`: compiled in a program of its own, for a block whose global declarations would
+ *   change what the others mean (an opt-in augmentation).
  */
 export interface Snippet {
   /** Repository-relative path of the Markdown file. */
@@ -23,6 +25,7 @@ export interface Snippet {
   readonly code: string
   readonly context: string | undefined
   readonly run: boolean
+  readonly alone: boolean
   /** The module's name from `file=`, if the page imports it. */
   readonly module: string | undefined
   /** What a `run` block must print: the ```text block right after it. */
@@ -58,7 +61,7 @@ export function snippetsOf(file: string, text = readFileSync(`${root}${file}`, '
     if (block.lang !== 'ts' && block.lang !== 'typescript') continue
     const flags = block.flags.split(/\s+/).filter(Boolean)
     const flagValue = (name: string) => flags.find((f) => f.startsWith(`${name}=`))?.slice(name.length + 1)
-    const unknown = flags.filter((f) => f !== 'run' && !/^(context|file)=/.test(f))
+    const unknown = flags.filter((f) => f !== 'run' && f !== 'alone' && !/^(context|file)=/.test(f))
     if (unknown.length > 0)
       throw new Error(`${file}:${block.line - 1}: unknown flag ${unknown.join(' ')} on a ts block`)
     const run = flags.includes('run')
@@ -69,6 +72,7 @@ export function snippetsOf(file: string, text = readFileSync(`${root}${file}`, '
       code: block.code,
       context: flagValue('context'),
       run,
+      alone: flags.includes('alone'),
       module: flagValue('file'),
       output: run && next?.lang === 'text' ? next.code : undefined,
     })

@@ -55,7 +55,7 @@ export interface RateLimitVariables {
   rateLimit: Decision | undefined
 }
 
-// Types `c.get('rateLimit')` on a plain `new Hono()`, as Express's `req.rateLimit` is typed.
+// Types `c.get('rateLimit')` on a plain `new Hono()`.
 declare module 'hono' {
   interface ContextVariableMap {
     /** The rate-limit decision for this request, set by `@sluice/hono`'s `rateLimit()` (undefined when skipped). */

@@ -42,7 +42,7 @@ export interface RateLimitState {
   rateLimit?: Decision
 }
 
-// Types `ctx.state.rateLimit` on a plain `new Koa()`, as Express's `req.rateLimit` is typed.
+// Types `ctx.state.rateLimit` on a plain `new Koa()`.
 declare module 'koa' {
   interface DefaultState {
     /** The rate-limit decision for this request, set by `@sluice/koa`'s `rateLimit()` (absent when skipped). */
