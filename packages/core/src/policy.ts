@@ -1,4 +1,4 @@
-import { DURATION_UNITS, parseDurationString, toMilliseconds } from './duration.js'
+import { DURATION_UNITS_TEXT, durationHint, parseDurationString, toMilliseconds } from './duration.js'
 import { ConfigError } from './errors.js'
 
 /** The algorithm names a policy accepts, `sliding-window` being the default. */
@@ -144,7 +144,9 @@ function parseShorthand(text: string, field: string): Policy {
     throw new ConfigError(
       field,
       text,
-      `is not a shorthand policy: write "<limit>/<window>" such as "100/min", "2/s" or "10/5m" (units: ${DURATION_UNITS.join(', ')})`,
+      `is not a shorthand policy: write "<limit>/<window>" such as "100/min", "2/s" or "10/5m"${
+        match ? durationHint(match[2] as string) : ''
+      } (units: ${DURATION_UNITS_TEXT})`,
     )
   }
   return buildPolicy({ limit, window }, field)
