@@ -9,6 +9,7 @@ import { assertKnownOptions } from './known-options.js'
 import { consumeEntries, MemoryStore } from './memory-store.js'
 import { containObserve, describeError, type Observe } from './observe.js'
 import {
+  type CheckedLimits,
   capacityOf,
   type Policy,
   type PolicyInput,
@@ -137,8 +138,14 @@ const PEEK = 0
 /** How long a request denied by `onStoreError: 'deny'` is told to wait. */
 const DENY_ON_ERROR_RETRY_MS = 1000
 
-/** A limiter for `options.limits` on `options.store` (a new `MemoryStore` by default). Throws a `ConfigError` naming the field for invalid options. */
-export function createLimiter(options: LimiterOptions): Limiter {
+/**
+ * A limiter for `options.limits` on `options.store` (a new `MemoryStore` by default). Throws a
+ * `ConfigError` naming the field for invalid options; a string literal in `limits` that is no
+ * shorthand policy does not compile.
+ */
+export function createLimiter<const L extends LimiterOptions['limits'] = LimiterOptions['limits']>(
+  options: LimiterOptions & { limits: L & CheckedLimits<L> },
+): Limiter {
   if (options === null || typeof options !== 'object') {
     throw new ConfigError('options', options, 'must be an object such as { limits: ["100/min"] }')
   }

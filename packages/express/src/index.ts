@@ -1,6 +1,7 @@
 import type {
   ActiveClients,
   AdmissionState,
+  CheckedLimits,
   ConcurrencyInfo,
   AdmissionControlOptions as CoreAdmissionOptions,
   ConcurrencyLimitOptions as CoreConcurrencyOptions,
@@ -117,7 +118,9 @@ async function deny(res: Response, { status, headers, response, fallback }: Deny
 }
 
 /** Rate limits requests: `app.use(rateLimit({ limits: ['100/min', '2/s'] }))`. */
-export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
+export function rateLimit<const L extends RateLimitOptions['limits'] = RateLimitOptions['limits']>(
+  options: RateLimitOptions & { limits?: L & CheckedLimits<L> },
+): RateLimitMiddleware {
   const handler = createRateLimitHandler(options, adapter)
   const { property } = handler
   const apply = (req: Request, res: Response, next: NextFunction, plan: RateLimitPlan<unknown>) => {

@@ -1,6 +1,7 @@
 import {
   type ActiveClients,
   type AdmissionState,
+  type CheckedLimits,
   type ConcurrencyInfo,
   ConfigError,
   type AdmissionControlOptions as CoreAdmissionOptions,
@@ -208,7 +209,9 @@ function hasMember(list: string, members: string): boolean {
 }
 
 /** Rate limits requests: `app.use(rateLimit({ limits: ['100/min', '2/s'] }))`. */
-export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
+export function rateLimit<const L extends RateLimitOptions['limits'] = RateLimitOptions['limits']>(
+  options: RateLimitOptions & { limits?: L & CheckedLimits<L> },
+): RateLimitMiddleware {
   const handler = createRateLimitHandler(options, adapterFor(options))
   // The Variables type names the default; another name is the user's to type.
   const property = handler.property as 'rateLimit'
