@@ -3,6 +3,7 @@ import { unhandledRejections } from '../../../test/support/unhandled.js'
 import { ConfigError } from './errors.js'
 import { createLimiter } from './limiter.js'
 import { MemoryStore } from './memory-store.js'
+import type { Store } from './store.js'
 
 // Fake timers move Date.now and setTimeout together: the store's clock is Date.now, and
 // acquire sleeps with setTimeout, so every wait below is exact and takes no real time.
@@ -145,6 +146,23 @@ describe('limiter.acquire', () => {
     await expect(aborted).rejects.toThrow('gone')
     // The aborted acquire had reserved 2000–3000; given back, the next request is due at 2000.
     expect((await limiter.consume('k')).delay).toBe(900)
+  })
+
+  it('an acquire aborted while an asynchronous store decides gives back what the store took', async () => {
+    const memory = new MemoryStore()
+    const store: Store = {
+      consume: (key, set, cost) => Promise.resolve(memory.consume(key, set, cost)),
+      peek: (key, set) => memory.peek(key, set),
+      reset: (key, set) => memory.reset(key, set),
+      refund: (key, set, cost) => memory.refund(key, set, cost),
+    }
+    const limiter = createLimiter({ limits: [{ limit: 3, window: '1m', algorithm: 'sliding-log' }], store })
+    const controller = new AbortController()
+    const aborted = limiter.acquire('k', { cost: 2, signal: controller.signal })
+    controller.abort(new Error('gone')) // the store has been asked, and has not answered yet
+    await expect(aborted).rejects.toThrow('gone')
+    await vi.advanceTimersByTimeAsync(0)
+    expect((await limiter.peek('k')).remaining).toBe(3)
   })
 
   it('rejects bad input with a ConfigError naming the field', async () => {
