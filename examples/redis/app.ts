@@ -4,7 +4,7 @@
  */
 import type { AddressInfo } from 'node:net'
 import { FallbackShare } from '@sluice/core'
-import { rateLimit } from '@sluice/express'
+import { rateLimit, rateLimitOf } from '@sluice/express'
 import { FleetSize, RedisStore } from '@sluice/redis'
 import express from 'express'
 import { Redis } from 'ioredis'
@@ -31,7 +31,7 @@ app.get(
     timeout: 200,
   }),
   (req, res) => {
-    res.json({ pid: process.pid, remaining: req.rateLimit?.remaining, source: req.rateLimit?.source })
+    res.json({ pid: process.pid, remaining: rateLimitOf(req)?.remaining, source: rateLimitOf(req)?.source })
   },
 )
 

@@ -1,9 +1,11 @@
+export type { AcquireOptions } from './acquire.js'
 export * from './admission/index.js'
 export * from './algorithms/index.js'
 export type { BreakerOptions } from './breaker.js'
 export { BreakerOpenError } from './breaker.js'
 export type { Decision, DecisionSource, PolicyDecision } from './decision.js'
 export { toDecision } from './decision.js'
+export type { DurationUnit } from './duration.js'
 export { parseDurationString, toMilliseconds } from './duration.js'
 export { ConfigError, StoreFullError, StoreTimeoutError } from './errors.js'
 export type { FallbackShareOptions } from './fallback-share.js'
@@ -26,7 +28,17 @@ export type {
   SyncEvent,
 } from './observe.js'
 export { containObserve } from './observe.js'
-export type { AlgorithmName, Policy, PolicyInput, PolicyOptions, PolicySet } from './policy.js'
+export type {
+  AlgorithmName,
+  CheckedLimits,
+  DurationText,
+  NotAShorthand,
+  Policy,
+  PolicyInput,
+  PolicyOptions,
+  PolicySet,
+  ShorthandPolicy,
+} from './policy.js'
 export {
   ALGORITHMS,
   capacityOf,

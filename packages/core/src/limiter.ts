@@ -1,3 +1,4 @@
+import { type AcquireOptions, acquirer } from './acquire.js'
 import type { Outcome } from './algorithms/index.js'
 import { type BreakerOptions, breakerOf } from './breaker.js'
 import { Deadlines } from './deadlines.js'
@@ -8,6 +9,7 @@ import { assertKnownOptions } from './known-options.js'
 import { consumeEntries, MemoryStore } from './memory-store.js'
 import { containObserve, describeError, type Observe } from './observe.js'
 import {
+  type CheckedLimits,
   capacityOf,
   type Policy,
   type PolicyInput,
@@ -78,6 +80,14 @@ export interface Limiter {
   readonly policies: readonly Policy[]
   /** Decides and, if admitted, takes `cost` from every policy. Never rejects for "limited". */
   consume(key: string, options?: ConsumeOptions): Promise<Decision>
+  /**
+   * Waits until the key has room for `cost`, then takes it: resolves with the admitted decision
+   * (after sleeping each denial's `retryAfter`; no polling), or with the denial once admission
+   * would come after `maxWait`; rejects with the signal's reason when `signal` aborts. Waiters on
+   * one key in this process are admitted first come, first served. For job queues and calls to
+   * an API whose limit you must keep.
+   */
+  acquire(key: string, options?: AcquireOptions): Promise<Decision>
   /** What `consume` with cost 1 would decide, consuming nothing. */
   peek(key: string): Promise<Decision>
   reset(key: string): Promise<void>
@@ -129,8 +139,14 @@ const PEEK = 0
 /** How long a request denied by `onStoreError: 'deny'` is told to wait. */
 const DENY_ON_ERROR_RETRY_MS = 1000
 
-/** A limiter for `options.limits` on `options.store` (a new `MemoryStore` by default). Throws a `ConfigError` naming the field for invalid options. */
-export function createLimiter(options: LimiterOptions): Limiter {
+/**
+ * A limiter for `options.limits` on `options.store` (a new `MemoryStore` by default). Throws a
+ * `ConfigError` naming the field for invalid options; a string literal in `limits` that is no
+ * shorthand policy does not compile.
+ */
+export function createLimiter<const L extends LimiterOptions['limits'] = LimiterOptions['limits']>(
+  options: LimiterOptions & { limits: L & CheckedLimits<L> },
+): Limiter {
   if (options === null || typeof options !== 'object') {
     throw new ConfigError('options', options, 'must be an object such as { limits: ["100/min"] }')
   }
@@ -300,6 +316,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
         return Promise.reject(error)
       }
     },
+    acquire: (key, acquireOptions) => acquire(key, acquireOptions),
     peek(key) {
       if (typeof key !== 'string') return Promise.reject(keyError(key))
       return promised(decide(key, PEEK))
@@ -355,6 +372,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       return run(key, PEEK)
     },
   }
+  const acquire = acquirer(limiter)
   immediateConsumers.set(limiter, consumeNow)
   sharing.set(limiter, { store, set, namespace })
   return limiter
