@@ -20,11 +20,12 @@
  *   pnpm bench:redis-script [--table article|batches] [--rounds 5] [--decisions 16000] [--baseline 7e73d0a]
  */
 import { execFileSync } from 'node:child_process'
-import { type PolicyInput, parsePolicies } from '@sluice/core'
+import { MAX_PRECISION, type PolicyInput, parsePolicies } from '@sluice/core'
 import { RedisStore } from '@sluice/redis'
 import { Redis } from 'ioredis'
 import { RateLimiterRedis } from 'rate-limiter-flexible'
 import { DECIDE_LUA } from '../packages/redis/src/lua/decide.js'
+import { SLIDING_LOG_LUA } from '../packages/redis/src/lua/sliding-log.js'
 import { parseCommandStats, startRedisServer } from '../test/support/redis.js'
 
 const args = process.argv.slice(2)
@@ -48,12 +49,19 @@ const SETS: Record<string, PolicyInput[]> = {
   '2 limits (sliding-window)': ['1000000/min', '100000/s'],
 }
 
-/** The script as the given revision's decide.ts held it (a template literal). */
+/**
+ * The script as the given revision's decide.ts held it (a template literal), with the values it
+ * interpolates: the struct format of doubles, and the sliding log's functions as this tree has them.
+ */
 function scriptAt(revision: string): string {
+  const interpolated = (name: string) => `$${'{'}${name}}`
   const source = execFileSync('git', ['show', `${revision}:packages/redis/src/lua/decide.ts`], { encoding: 'utf8' })
   const body = /export const DECIDE_LUA = `([\s\S]*)`\s*$/.exec(source)?.[1]
   if (body === undefined) throw new Error(`no DECIDE_LUA in ${revision}`)
-  return body.replace(/\\`/g, '`')
+  return body
+    .replace(/\\`/g, '`')
+    .replaceAll(interpolated('DOUBLES'), `<${'d'.repeat(MAX_PRECISION + 2)}`)
+    .replaceAll(interpolated('SLIDING_LOG_LUA'), SLIDING_LOG_LUA)
 }
 
 /**

@@ -23,6 +23,7 @@ for i = 1, #KEYS do
   if struct.unpack('<d', policies, 56 * i - 7) > 0 then
     if struct.unpack('<d', policies, 56 * i - 55) == 3 then
       -- sliding-log: the block is a field of the log's trailer (see sliding-log.ts).
+      logFunctions()
       local log = logRead(KEYS[i])
       local blockedUntil = math.max(now + duration, log.blockedUntil)
       local expiry = math.max(redis.call('PTTL', KEYS[i]), blockedUntil - now + EXPIRY_SLACK_MS)

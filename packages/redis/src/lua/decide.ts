@@ -258,24 +258,22 @@ decide = function(i, state, c, bare)
     struct.pack('<d', now + nextBacklog)
 end
 
--- Whether policy i is a sliding log: its code, the double 3, is the only one whose seventh byte is 8.
-local function isLog(i)
-  return string.byte(policies, 56 * i - 49) == 8
-end
-
--- Policy i's state at key: the stored string (or false), or a sliding log's view (logRead).
-local function load(i, key)
-  if isLog(i) then return logRead(key) end
-  return redis.call('GET', key)
-end
-
 -- Decides one request whose n keys follow the first k of KEYS, at cost c (nil: peek), and
 -- answers its part of the reply.
 local function request(k, n, c)
   if n == 1 and c then
     -- The common case, without a table.
     local key = KEYS[k + 1]
-    local ok, remaining, resetAfter, retryAfter, delay, state, keep, blocks = decide(1, load(1, key), c)
+    -- The state: the stored string (or false), or a sliding log's view. A policy is a sliding log
+    -- when its code, the double 3, is: the only code whose seventh byte is 8.
+    local stored
+    if string.byte(policies, 7) == 8 then
+      logFunctions()
+      stored = logRead(key)
+    else
+      stored = redis.call('GET', key)
+    end
+    local ok, remaining, resetAfter, retryAfter, delay, state, keep, blocks = decide(1, stored, c)
     if not ok then
       if blocks then
         if keep == true then logWrite(key, state) else redis.call('PSETEX', key, string.format('%d', resetAfter + EXPIRY_SLACK_MS), state) end
@@ -299,11 +297,19 @@ local function request(k, n, c)
   local stored
   local logs = false
   for i = 1, n do
-    if isLog(i) then logs = true end
+    if string.byte(policies, 56 * i - 49) == 8 then logs = true end
   end
   if logs then
+    -- A sliding log is read in parts (its view), the other keys with GET.
+    logFunctions()
     stored = {}
-    for i = 1, n do stored[i] = load(i, KEYS[k + i]) end
+    for i = 1, n do
+      if string.byte(policies, 56 * i - 49) == 8 then
+        stored[i] = logRead(KEYS[k + i])
+      else
+        stored[i] = redis.call('GET', KEYS[k + i])
+      end
+    end
   else
     stored = redis.call('MGET', unpack(KEYS, k + 1, k + n))
   end

@@ -73,6 +73,7 @@ for i = 1, #KEYS do
   local state, drains
   if code == 3 then
     -- sliding-log, in place (see sliding-log.ts); its block is inside the log and stays.
+    logFunctions()
     local log = logRead(KEYS[i])
     logLive(log, now, window)
     logWrite(KEYS[i], logAppend(log, now, cost, math.max(window, log.blockedUntil - now) + EXPIRY_SLACK_MS))

@@ -99,6 +99,7 @@ for i = 1, #KEYS do
   local code, limit, window = struct.unpack('<ddd', policies, 56 * i - 55)
   if code == 3 then
     -- sliding-log, in place (see sliding-log.ts); its block is inside the log and stays.
+    logFunctions()
     local log = logRead(KEYS[i])
     if not log.missing then
       local write = logRefund(log, now, cost, window, admitted)
