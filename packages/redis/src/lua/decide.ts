@@ -25,10 +25,11 @@ const DOUBLES = `<${'d'.repeat(MAX_PRECISION + 2)}`
  *        then per policy allowed (1|0), remaining, resetAfter, retryAfter, delay; an admitted
  *        policy with nothing remaining sends core's nextAfter in the retryAfter slot.
  * State: one string per key, the algorithm's numbers as little-endian doubles (exact, and read
- *        with one C call each, where text needs parsing and formatting).
+ *        with one C call each, where text needs parsing and formatting); a sliding log is read
+ *        and written in parts, never whole (see sliding-log.ts).
  * Writes: PSETEX with resetAfter + 1 s, or SETRANGE in place of the one count that changes when
  *         a fixed-window or sliding-window key holds a state of the same (sub-)window (its expiry
- *         is already right).
+ *         is already right); a sliding log's own writes (logWrite).
  * Cost: Redis runs this whole body on every call and most of its CPU is per-operation overhead,
  *       so it avoids what the profile (INFO commandstats) showed to be dear: tonumber() on
  *       arguments, string formatting and parsing, closures over many locals, tables per policy,
