@@ -105,6 +105,15 @@ describe.skipIf(!(await privateRedisAvailable()))('the sliding log on Redis: wor
     }
   })
 
+  it('beside another policy, reads the log in parts and the other key with GET, never the log whole', async () => {
+    const set = parsePolicies([{ limit: 10_000, window: 3_600_000, algorithm: 'sliding-log' }, '100000/min'])
+    const each = await (await filled('pair-5000', set, 5000)).decide(10)
+    for (const commands of each) {
+      expect(names(commands)).toEqual(['getrange', 'get', 'setrange', 'pexpire', 'setrange'])
+      expect([read(commands), written(commands)]).toEqual([TRAILER, 16 + TRAILER + 8])
+    }
+  })
+
   it('at the limit, with an entry leaving per decision, reads at most one chunk whatever the log holds', async () => {
     for (const entries of [10, 5000]) {
       const set = parsePolicies({ limit: entries, window: entries, algorithm: 'sliding-log' })

@@ -24,7 +24,7 @@
  *   have all left is written afresh (PSETEX), and once at least half of the records have left
  *   (and at least LOG_COMPACT_AT), the live ones are moved to the start (amortised O(1)).
  * Times: a record is never stored later than the request's now: after the clock stepped back,
- *   entries stamped later than now are restamped now when the log is next written.
+ *   entries stamped later than now are restamped now when the log is next appended to.
  */
 export const SLIDING_LOG_LUA = `
 local LOG_TRAILER = 64
