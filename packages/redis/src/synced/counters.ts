@@ -1,5 +1,8 @@
 import type { Policy } from '@sluice/core'
 
+/** Hashes outlive their last estimate by this much, so a late flush still finds them. */
+const KEEP_SLACK_MS = 5000
+
 /**
  * One sub-window of one policy for one key (for a fixed window, the window itself): this node's
  * running totals, what Redis holds of them, and the global count at the last reply.
@@ -30,13 +33,59 @@ export class SubWindow {
     readonly start: number,
   ) {}
 
-  /** Records a reply: the global count and this node's part of it. */
-  heard(global: number, mine: number): void {
+  /** Records a reply: the global count, this node's part of it, and whether a node denied here. */
+  heard(global: number, mine: number, deniedAnywhere = false): void {
     const others = global - mine
     if (this.#others !== undefined) this.othersGrowth = Math.max(0, others - this.#others)
     this.#others = others
     this.global = global
     this.mineInGlobal = mine
+    if (deniedAnywhere) this.deniedAnywhere = true
+  }
+
+  /** Redis holds these totals of this node's now (and its denial, when `denied`). */
+  acknowledge(admitted: number, refunded: number, denied: boolean): void {
+    this.sentAdmitted = Math.max(this.sentAdmitted, admitted)
+    this.sentRefunded = Math.max(this.sentRefunded, refunded)
+    if (denied) this.deniedSent = true
+  }
+
+  /** Units asked for here, admitted or not. */
+  ask(cost: number): void {
+    this.asked += cost
+  }
+
+  /** Admitted by a local decision. */
+  count(cost: number): void {
+    this.admitted += cost
+  }
+
+  /** Admitted by an exact decision: Redis counted it already. */
+  countExact(cost: number): void {
+    this.exact += cost
+    this.global += cost
+    this.mineInGlobal += cost
+  }
+
+  /** Takes up to `cost` off this node's count; returns what it took. */
+  refund(cost: number): number {
+    const taken = Math.min(cost, this.mine)
+    this.refunded += taken
+    return taken
+  }
+
+  /** Denied here; `sent` when the exact script has already told Redis. */
+  deny(sent = false): void {
+    this.deniedHere = true
+    if (sent) this.deniedSent = true
+  }
+
+  /** The count starts again from 0 on every node (Redis's `o` takes the sum off). */
+  reset(): void {
+    this.global = 0
+    this.mineInGlobal = this.mine
+    this.deniedAnywhere = false
+    this.deniedHere = false
   }
 
   /** This node's net count. */
@@ -133,6 +182,39 @@ export class PolicyCounters {
     const byRate = (liveNodes - 1) * rate * staleness
     const byGrowth = ((current?.othersGrowth ?? 0) * staleness) / interval
     return Math.max(byRate, byGrowth)
+  }
+
+  /**
+   * Takes the cost off this node's own counts, newest live sub-window first (what other nodes
+   * counted is theirs to refund).
+   */
+  refund(cost: number, now: number): void {
+    const { span, depth } = this.geometry
+    const oldest = this.currentStart(now) - (depth - 1) * span
+    let left = cost
+    for (let i = this.windows.length - 1; i >= 0 && left > 0; i--) {
+      const w = this.windows[i] as SubWindow
+      if (w.start >= oldest && w.start <= now) left -= w.refund(left)
+    }
+  }
+
+  /** Starts every sub-window of the estimate at `now` again from 0; their Redis keys. */
+  reset(now: number): string[] {
+    const { span, depth } = this.geometry
+    const current = this.currentStart(now)
+    const keys: string[] = []
+    for (let i = 0; i < depth; i++) {
+      const w = this.at(current - i * span)
+      w.reset()
+      keys.push(w.redisKey)
+    }
+    return keys
+  }
+
+  /** Milliseconds Redis keeps a sub-window's hash: until the last estimate that reads it, and a margin for late flushes. */
+  keepFor(window: SubWindow, now: number): number {
+    const { span, depth } = this.geometry
+    return Math.max(KEEP_SLACK_MS, Math.ceil(window.start + span * depth - now) + KEEP_SLACK_MS)
   }
 
   /** The start of the sub-window holding `now`. */

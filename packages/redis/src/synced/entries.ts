@@ -1,4 +1,4 @@
-import type { PolicySet } from '@sluice/core'
+import type { Outcome, PolicySet } from '@sluice/core'
 import type { PolicyCounters } from './counters.js'
 
 /** One key under one policy set: a PolicyCounters per policy, in the set's order. */
@@ -58,5 +58,22 @@ export class Entries {
       }
     }
     return false
+  }
+}
+
+/** The core algorithms' states of every policy of the entry at `now`: global estimates, or this node's own counts. */
+export function statesOf(entry: Entry, now: number, own: boolean): unknown[] {
+  return entry.counters.map((c) => c.stateAt(now, own))
+}
+
+/** Counts a local admission in every policy's current sub-window. */
+export function countIn(entry: Entry, now: number, cost: number): void {
+  for (const counters of entry.counters) counters.at(counters.currentStart(now)).count(cost)
+}
+
+/** Marks denied here the current sub-window of every policy whose outcome denied. */
+export function markDenied(entry: Entry, now: number, outcomes: readonly Outcome[]): void {
+  for (const [i, counters] of entry.counters.entries()) {
+    if (!(outcomes[i] as Outcome).allowed) counters.at(counters.currentStart(now)).deny()
   }
 }

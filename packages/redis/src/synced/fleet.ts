@@ -1,0 +1,40 @@
+import { run, type ScriptClient, script } from '../client.js'
+import { HEARTBEAT_LUA } from './heartbeat.js'
+
+const HEARTBEAT = script(HEARTBEAT_LUA)
+const HEARTBEAT_EVERY_MS = 1000
+/** A node missing this long is not counted alive. */
+const NODE_TTL_MS = 5000
+/** Heartbeats with the first syncs, spread over the first interval, so nodes started together see each other within it. */
+export const DISCOVERY_HEARTBEATS = 3
+
+/** This node's place in the fleet: its heartbeats, and how many nodes beat with it. */
+export class Fleet {
+  /** Nodes seen alive at the last heartbeat (1 before any). */
+  liveNodes = 1
+  #lastBeat = Number.NEGATIVE_INFINITY
+  #beats = 0
+
+  constructor(
+    readonly client: ScriptClient,
+    readonly nodesKey: string,
+    readonly nodeId: string,
+  ) {}
+
+  /** The first syncs each carry a heartbeat while the fleet is being discovered, then one a second. */
+  due(local: number): boolean {
+    return this.#beats < DISCOVERY_HEARTBEATS || local - this.#lastBeat >= HEARTBEAT_EVERY_MS
+  }
+
+  async beat(local: number): Promise<void> {
+    this.#lastBeat = local
+    this.#beats++
+    const live = await run(this.client, HEARTBEAT, [this.nodesKey], [this.nodeId, NODE_TTL_MS, '0'])
+    this.liveNodes = Math.max(1, Number(live))
+  }
+
+  /** Leaves the set of live nodes; never rejects. */
+  async leave(): Promise<void> {
+    await run(this.client, HEARTBEAT, [this.nodesKey], [this.nodeId, NODE_TTL_MS, '1']).catch(() => undefined)
+  }
+}
