@@ -169,8 +169,10 @@ describe.skipIf(!available)('SyncedStore on a 3-master Cluster', () => {
       for (const key of keys) await b.consume(key, set, 1)
       await a.flush()
       await b.flush()
+      // A sync brings back the keys decided here since the last one: a decides each key once more.
+      for (const key of keys) await a.consume(key, set, 1)
       await a.flush()
-      for (const key of keys) expect((await a.peek(key, set))[0]?.remaining).toBe(6)
+      for (const key of keys) expect((await a.peek(key, set))[0]?.remaining).toBe(5)
       const perMaster = await Promise.all(client.nodes('master').map((node) => node.keys(`${prefix}*:s:*`)))
       for (const found of perMaster) expect(found.length).toBeGreaterThan(5)
       expect(perMaster.flat()).toHaveLength(keys.length)

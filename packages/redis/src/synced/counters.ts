@@ -24,20 +24,35 @@ export class SubWindow {
   deniedAnywhere = false
   /** Units asked for here (admitted or not): this node's offered load, to project the others'. */
   asked = 0
-  /** How much the other nodes' count grew between the last two replies (a projection of the next). */
-  othersGrowth = 0
-  #others: number | undefined
+  /** How fast the other nodes' count grew (units per ms), from the last two replies: a projection of what they add unseen. */
+  othersRate = 0
+  /** Window time at which the last reply's sync was sent (what the global count is as of). */
+  heardAt = Number.NEGATIVE_INFINITY
+  /** The others' count the rate is measured from, and when. */
+  #baseOthers = 0
+  #baseAt: number
 
   constructor(
     readonly redisKey: string,
     readonly start: number,
-  ) {}
+  ) {
+    this.#baseAt = start
+  }
 
-  /** Records a reply: the global count, this node's part of it, and whether a node denied here. */
-  heard(global: number, mine: number, deniedAnywhere = false): void {
+  /**
+   * Records a reply to a call sent at window time `at`: the global count, this node's part of it,
+   * and whether a node denied in this sub-window. The others' rate is their growth over at least
+   * `interval` ms (they send once an interval: a shorter span sees a batch or nothing), measured
+   * from the sub-window's start, when every count was 0.
+   */
+  heard(global: number, mine: number, deniedAnywhere: boolean, at: number, interval: number): void {
     const others = global - mine
-    if (this.#others !== undefined) this.othersGrowth = Math.max(0, others - this.#others)
-    this.#others = others
+    if (at - this.#baseAt >= interval) {
+      this.othersRate = Math.max(0, others - this.#baseOthers) / (at - this.#baseAt)
+      this.#baseOthers = others
+      this.#baseAt = at
+    }
+    this.heardAt = Math.max(this.heardAt, at)
     this.global = global
     this.mineInGlobal = mine
     if (deniedAnywhere) this.deniedAnywhere = true
@@ -123,6 +138,11 @@ export class PolicyCounters {
   readonly windows: SubWindow[] = []
   /** Redis has answered for this key (a sync or an exact call) since this node began counting it. */
   heard = false
+  /** Waiting in the sync loop's list of what changed here since the last sync, and since when (window time). */
+  pending = false
+  pendingSince = 0
+  /** Window time of the last decision on this key here. */
+  usedAt = Number.NEGATIVE_INFINITY
   /** This node's offered rate (units per ms) in the newest sub-window dropped so far, and its start. */
   #lastRate = 0
   #lastRateStart = Number.NEGATIVE_INFINITY
@@ -144,8 +164,8 @@ export class PolicyCounters {
       if (w.start === start) return w
       if (w.start < start) {
         const made = new SubWindow(this.keyAt(start), start)
-        // A hot key stays hot: the new sub-window starts from the last one's growth.
-        made.othersGrowth = w.othersGrowth
+        // A hot key stays hot: the new sub-window starts from the last one's rate.
+        made.othersRate = w.othersRate
         windows.splice(i + 1, 0, made)
         return made
       }
@@ -163,11 +183,13 @@ export class PolicyCounters {
 
   /**
    * Units the other nodes probably added that this node has not heard of yet: the larger of their
-   * growth between the last two replies and this node's own offered rate times the other live
-   * nodes (a balancer spreads load evenly), each over `staleness` ms (about two intervals: what
-   * they counted since their last sync, and since this node's).
+   * rate as the last replies showed it and this node's own offered rate times the other live
+   * nodes (a balancer spreads load evenly), over the time since the count was last heard (at
+   * least an interval: what they counted since their last sync) plus `lag` (how late this
+   * machine's timers and replies run). A key not used here for a while is decided on its last
+   * count plus this growth, so a stale key near its limit goes exact.
    */
-  unseen(now: number, liveNodes: number, staleness: number, interval: number): number {
+  unseen(now: number, liveNodes: number, interval: number, lag: number): number {
     const start = this.currentStart(now)
     const current = this.find(start)
     const previous = this.find(start - this.geometry.span)
@@ -179,9 +201,21 @@ export class PolicyCounters {
       rate = ((current?.asked ?? 0) + this.#lastRate * span) / (elapsed + span)
     // No history: the rate so far in this sub-window, over at least an interval.
     else rate = (current?.asked ?? 0) / Math.max(elapsed, interval)
+    const since = now - Math.max(current?.heardAt ?? start, start)
+    const staleness = interval + lag + Math.max(interval, since)
     const byRate = (liveNodes - 1) * rate * staleness
-    const byGrowth = ((current?.othersGrowth ?? 0) * staleness) / interval
+    const byGrowth = (current?.othersRate ?? 0) * staleness
     return Math.max(byRate, byGrowth)
+  }
+
+  /**
+   * Whether a sync should read this sub-window: it has news for Redis, or it is the current one,
+   * or it is past but other nodes may still send to it (until `settle` ms after its end).
+   */
+  wanted(w: SubWindow, now: number, settle: number): boolean {
+    if (w.dirty) return true
+    const end = w.start + this.geometry.span
+    return end > now || (this.live(w, now) && w.heardAt < end + settle)
   }
 
   /**
@@ -226,6 +260,21 @@ export class PolicyCounters {
   live(w: SubWindow, now: number): boolean {
     const { span, depth } = this.geometry
     return w.start + span * depth > now
+  }
+
+  /**
+   * Units counted or refunded here that Redis has not acknowledged; infinite when a denial is
+   * unsent or a sub-window other than the current one (at `now`) holds news.
+   */
+  unsent(now: number): number {
+    const current = this.currentStart(now)
+    let units = 0
+    for (const w of this.windows) {
+      if (!w.dirty) continue
+      if (w.start !== current || (w.deniedHere && !w.deniedSent)) return Number.POSITIVE_INFINITY
+      units += w.admitted - w.sentAdmitted + w.refunded - w.sentRefunded
+    }
+    return units
   }
 
   /** Drops sub-windows that no estimate reads and Redis has heard in full. */

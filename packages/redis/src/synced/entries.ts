@@ -14,6 +14,7 @@ export interface Entry {
 export class Entries {
   readonly #bySet = new Map<string, Map<string, Entry>>()
   #size = 0
+  #cursor: Generator<[Map<string, Entry>, string, Entry]> | undefined
 
   get size(): number {
     return this.#size
@@ -34,14 +35,29 @@ export class Entries {
     byKey.set(key, entry)
   }
 
-  /** Visits every entry, dropping those `visit` returns false for. */
-  sweep(visit: (entry: Entry) => boolean): void {
-    for (const [id, byKey] of this.#bySet) {
-      for (const [key, entry] of byKey) {
-        if (visit(entry)) continue
-        byKey.delete(key)
-        this.#size--
+  /**
+   * Visits up to `count` entries, going on where the last call stopped (a pass over all of them is
+   * spread over many calls, so no call costs O(keys)), dropping those `visit` returns false for.
+   */
+  sweepSome(count: number, visit: (entry: Entry) => boolean): void {
+    for (let i = 0; i < count; i++) {
+      this.#cursor ??= this.#walk()
+      const next = this.#cursor.next()
+      if (next.done === true) {
+        this.#cursor = undefined
+        return
       }
+      const [byKey, key, entry] = next.value
+      if (visit(entry)) continue
+      byKey.delete(key)
+      this.#size--
+    }
+  }
+
+  /** Every entry with its map, set by set; Map iteration survives deleting the current key. */
+  *#walk(): Generator<[Map<string, Entry>, string, Entry]> {
+    for (const [id, byKey] of this.#bySet) {
+      for (const [key, entry] of byKey) yield [byKey, key, entry]
       if (byKey.size === 0) this.#bySet.delete(id)
     }
   }

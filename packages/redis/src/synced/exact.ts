@@ -23,6 +23,7 @@ export class ExactPath {
     readonly client: ScriptClient,
     readonly nodeId: string,
     readonly clock: SyncClock,
+    readonly interval: number,
   ) {}
 
   /** One EXACT_LUA call; a reply later than EXACT_TIMEOUT_MS or an error is a denial. Never rejects. */
@@ -66,7 +67,7 @@ export class ExactPath {
     // This node's part of the reply: what it sent, and its exact admissions so far (one in flight may be missing).
     for (const [i, w] of windows.entries()) {
       w.acknowledge(sent[i] as number, 0, false)
-      w.heard(reply[1 + i] as number, w.sentAdmitted - w.sentRefunded + w.exact)
+      w.heard(reply[1 + i] as number, w.sentAdmitted - w.sentRefunded + w.exact, false, now, this.interval)
     }
     for (const counters of entry.counters) counters.heard = true
     const before = evaluate(statesOf(entry, now, false), now, set, cost)

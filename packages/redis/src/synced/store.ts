@@ -76,12 +76,13 @@ export class SyncedStore implements Store {
       this.#client,
       this.nodeId,
       this.interval,
+      this.exactAbove,
       this.#entries,
       this.#clock,
       this.#fleet,
       observe,
     )
-    this.#exact = new ExactPath(this.#client, this.nodeId, this.#clock)
+    this.#exact = new ExactPath(this.#client, this.nodeId, this.#clock, this.interval)
     const clockOption = now === undefined ? {} : { now }
     this.#buckets = new BucketPath(
       new RedisStore({ client, prefix, ...clockOption }),
@@ -106,14 +107,17 @@ export class SyncedStore implements Store {
     const local = this.#clock.local()
     const now = this.#clock.at(local)
     const entry = this.#entryOf(key, set)
-    for (const counters of entry.counters) counters.at(counters.currentStart(now)).ask(cost)
+    for (const counters of entry.counters) {
+      counters.at(counters.currentStart(now)).ask(cost)
+      this.#loop.touch(counters, now)
+    }
     const global = evaluate(statesOf(entry, now, false), now, set, cost)
     if (this.#loop.degradedAt(local)) return this.#decideAlone(entry, set, cost, now, global.outcomes, global.allowed)
     if (!global.allowed) {
       markDenied(entry, now, global.outcomes)
       return global.outcomes
     }
-    if (this.#needsExact(entry, now, local, global.outcomes)) return this.#exact.decide(entry, set, cost, now)
+    if (this.#needsExact(entry, now, global.outcomes)) return this.#exact.decide(entry, set, cost, now)
     countIn(entry, now, cost)
     return global.outcomes
   }
@@ -132,7 +136,10 @@ export class SyncedStore implements Store {
     const entry = this.#entries.get(key, set)
     if (entry === undefined) return undefined
     const now = this.#clock.time()
-    for (const counters of entry.counters) counters.refund(cost, now)
+    for (const counters of entry.counters) {
+      counters.refund(cost, now)
+      this.#loop.touch(counters, now)
+    }
     return undefined
   }
 
@@ -172,14 +179,14 @@ export class SyncedStore implements Store {
    * all, near is `exactAbove` of this node's share (limit ÷ live nodes), since a cold fleet's
    * nodes would otherwise each admit most of the limit before the first sync.
    */
-  #needsExact(entry: Entry, now: number, local: number, outcomes: readonly Outcome[]): boolean {
+  #needsExact(entry: Entry, now: number, outcomes: readonly Outcome[]): boolean {
     const all = entry.counters
     const live = this.#fleet.liveNodes
     for (let i = 0; i < all.length; i++) {
       const counters = all[i] as PolicyCounters
       const { limit } = counters.policy
       if (counters.find(counters.currentStart(now))?.deniedAnywhere === true) return true
-      const unseen = counters.unseen(now, live, this.#loop.staleness(local), this.interval)
+      const unseen = counters.unseen(now, live, this.interval, this.#loop.lag)
       // Until Redis has answered for the key, the others' counts are unknown: this node keeps to its share.
       const threshold = counters.heard ? this.exactAbove * limit : (this.exactAbove * limit) / live
       if (limit - (outcomes[i] as Outcome).remaining + unseen > threshold) return true

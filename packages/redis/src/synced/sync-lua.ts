@@ -102,7 +102,10 @@ while at <= #ARGV do
   for j = 1, k do
     local key = KEYS[first + j]
     local total = tonumber(ARGV[at + 3 + j])
-    if total > 0 and total > tonumber(redis.call('HGET', key, a) or 0) then redis.call('HSET', key, a, ARGV[at + 3 + j]) end
+    if total > 0 and total > tonumber(redis.call('HGET', key, a) or 0) then
+      -- A hash this catch-up makes gets the current sub-window's expiry, the longest any of them needs.
+      if redis.call('HSET', key, a, ARGV[at + 3 + j]) == 1 and redis.call('PTTL', key) == -1 then redis.call('PEXPIRE', key, ARGV[at + 3]) end
+    end
     local fields = redis.call('HGETALL', key)
     local sum = 0
     for f = 1, #fields, 2 do

@@ -25,49 +25,82 @@ interface Sent {
   readonly denied: boolean
 }
 
+/** Entries a sync visits to drop what no estimate reads any more: memory is swept a slice at a time. */
+const SWEPT_PER_SYNC = 256
+/** A key near its limit is read at every sync for this long after its last decision here. */
+const WATCH_MS = 1000
+/** Share of `exactAbove × limit` from which a key used here lately is watched, and below which its changes may be held. */
+const WATCH_FROM = 0.5
 /**
- * The background loop: every `interval` one script call (per hash slot on a Cluster, per 1000
- * sub-windows) sends this node's running totals and brings back the sums over all nodes, with a
- * heartbeat when due; failures back off exponentially up to 5 s.
+ * A key far from its limit may hold its changes this long and up to this many units before a sync
+ * carries them (a cool key then costs Redis one read and write a second, not one per request); a
+ * killed process loses at most these on such a key.
+ */
+const HOLD_MS = 1000
+const HOLD_UNITS = 4
+/** Only sub-windows at least this long hold changes: a hold is then a small part of their life. */
+const HOLD_SPAN_MS = 10 * HOLD_MS
+
+/**
+ * The background loop. Every `interval` one script call (per hash slot on a Cluster, per 1000
+ * sub-windows) sends what changed here since the last sync (the running totals of the keys decided
+ * here) and brings back their sums over all nodes, with the keys near their limit that were used
+ * here lately; a key not used keeps its last count (see `PolicyCounters.unseen`). An idle node
+ * sends only its heartbeat. Failures back off exponentially up to 5 s.
  */
 export class SyncLoop {
-  #lastSuccess: number
   #failures = 0
   #nextAttempt = 0
+  /** Local time the sync in flight was sent; undefined when none is. */
+  #inFlightSince: number | undefined
   #timer: ReturnType<typeof setInterval> | undefined
   #syncing: Promise<void> | undefined
   #closed = false
+  /** Counters decided here since the last sync (each once: `pending`). */
+  #changed: PolicyCounters[] = []
+  /** Counters used here lately whose count is near their limit: read at every sync while so. */
+  readonly #watched = new Set<PolicyCounters>()
+  #lastTick = Number.NEGATIVE_INFINITY
+  /** How late the timer fires lately (ms beyond the interval, decaying): the machine's load. */
+  #lag = 0
 
   constructor(
     readonly client: ScriptClient,
     readonly nodeId: string,
     readonly interval: number,
+    readonly exactAbove: number,
     readonly entries: Entries,
     readonly clock: SyncClock,
     readonly fleet: Fleet,
     readonly observe: ((event: ObserveEvent) => void) | undefined,
-  ) {
-    this.#lastSuccess = clock.local()
-  }
-
-  /** Whether the last syncs failed for long enough that each node enforces only its share. */
-  degradedAt(local: number): boolean {
-    return this.#failures > 0 || local - this.#lastSuccess > Math.max(3 * this.interval, 1000)
-  }
+  ) {}
 
   /**
-   * How old the other nodes' counts may be when this node reads them: up to an interval on their
-   * side, and on this side the time since the last sync landed (at least an interval). A busy
-   * event loop that delays syncs widens it, and keys go exact sooner.
+   * Whether this node decides alone on its share: the client says it is not connected, the last
+   * sync failed, or the one in flight has waited too long.
    */
-  staleness(local: number): number {
-    return this.interval + Math.max(this.interval, local - this.#lastSuccess)
+  degradedAt(local: number): boolean {
+    if (this.#failures > 0 || !this.client.connected()) return true
+    return this.#inFlightSince !== undefined && local - this.#inFlightSince > Math.max(3 * this.interval, 1000)
+  }
+
+  /** How late this machine's timers run lately (ms): the others' unsent counts may be that much older. */
+  get lag(): number {
+    return this.#lag
+  }
+
+  /** A decision here on `counters` at window time `now`: the next sync carries it. */
+  touch(counters: PolicyCounters, now: number): void {
+    counters.usedAt = now
+    if (counters.pending) return
+    counters.pending = true
+    counters.pendingSince = now
+    this.#changed.push(counters)
   }
 
   /** The timer starts with the first decision, never at import or construction; it never keeps a process alive. */
   start(): void {
     if (this.#timer !== undefined || this.#closed) return
-    this.#lastSuccess = this.clock.local()
     this.#timer = setInterval(this.#tick, this.interval)
     this.#timer.unref?.()
     // The first syncs at once and within the first interval: their heartbeats tell this node how
@@ -80,7 +113,7 @@ export class SyncLoop {
   /** Runs one sync after any in flight; never rejects. */
   async flush(): Promise<void> {
     await this.#syncing
-    await this.#sync(false)
+    await this.#sync(false, true)
   }
 
   /** Stops the timer and sends what is pending (one attempt). */
@@ -90,22 +123,33 @@ export class SyncLoop {
     this.#timer = undefined
     await this.#syncing
     await beforeLast()
-    await this.#sync(true)
+    await this.#sync(true, true)
   }
 
   readonly #tick = (): void => {
-    if (this.#closed || this.#syncing !== undefined || this.clock.local() < this.#nextAttempt) return
-    void this.#sync(false)
+    const local = this.clock.local()
+    const gap = local - this.#lastTick
+    this.#lastTick = local
+    if (gap < 10 * this.interval) this.#lag = Math.max(gap - this.interval, this.#lag * 0.9, 0)
+    if (this.#closed || this.#syncing !== undefined || local < this.#nextAttempt) return
+    void this.#sync(false, false)
   }
 
-  /** One sync: every dirty or still-estimated sub-window, in one call per slot (Cluster) or per 1000 keys. */
-  #sync(final: boolean): Promise<void> {
+  /**
+   * One sync: what changed and what is watched, in one call per slot (Cluster) or per 1000
+   * sub-windows; `all` sends held changes too (flush, close).
+   */
+  #sync(final: boolean, all: boolean): Promise<void> {
     const started = this.clock.local()
-    const groups = this.#collect(this.clock.at(started))
+    const now = this.clock.at(started)
+    const groups = this.#collect(now, all)
     let keys = 0
     for (const group of groups) keys += group.length
-    const calls: Promise<unknown>[] = groups.map((group) => this.#send(group))
-    if (!final && this.fleet.due(started)) calls.push(this.fleet.beat(started))
+    const calls: Promise<unknown>[] = groups.map((group) => this.#send(group, now))
+    // After a failure every attempt carries a heartbeat: it tells when Redis is back.
+    if (!final && (this.fleet.due(started) || this.#failures > 0)) calls.push(this.fleet.beat(started))
+    if (calls.length === 0) return Promise.resolve()
+    this.#inFlightSince = started
     let reported = false
     const report = (error: unknown): void => {
       if (reported) return
@@ -124,9 +168,9 @@ export class SyncLoop {
 
   #settled(started: number, keys: number, error: unknown): void {
     const finished = this.clock.local()
+    this.#inFlightSince = undefined
     if (error === undefined) {
       this.#failures = 0
-      this.#lastSuccess = finished
       this.#nextAttempt = 0
     } else {
       this.#failures++
@@ -137,31 +181,52 @@ export class SyncLoop {
     this.observe(error === undefined ? event : { ...event, error })
   }
 
-  #collect(now: number): Sent[][] {
+  /** The sub-windows of what changed and what is watched, grouped by slot; and a slice of memory swept. */
+  #collect(now: number, all: boolean): Sent[][] {
     const groups = new Map<number, Sent[]>()
     const cluster = this.client.cluster
-    this.entries.sweep((entry) => {
+    const settle = 2 * this.interval + this.#lag
+    const add = (counters: PolicyCounters): void => {
+      counters.prune(now)
+      for (const window of counters.windows) {
+        if (!counters.wanted(window, now, settle)) continue
+        const slot = cluster ? slotOf(tagOf(window.redisKey)) : 0
+        let group = groups.get(slot)
+        if (group === undefined) {
+          group = []
+          groups.set(slot, group)
+        }
+        group.push({
+          counters,
+          window,
+          keep: counters.keepFor(window, now),
+          admitted: window.admitted,
+          refunded: window.refunded,
+          denied: window.deniedHere,
+        })
+      }
+    }
+    const changed = this.#changed
+    this.#changed = []
+    for (const counters of changed) {
+      if (!all && this.#holds(counters, now)) this.#changed.push(counters)
+      else {
+        counters.pending = false
+        add(counters)
+      }
+    }
+    if (this.#watched.size > 0) {
+      const sent = new Set(changed)
+      for (const counters of this.#watched) {
+        if (now - counters.usedAt > WATCH_MS) this.#watched.delete(counters)
+        else if (!sent.has(counters)) add(counters)
+      }
+    }
+    this.entries.sweepSome(SWEPT_PER_SYNC, (entry) => {
       let kept = false
       for (const counters of entry.counters) {
         counters.prune(now)
-        for (const window of counters.windows) {
-          kept = true
-          if (!window.dirty && !counters.live(window, now)) continue
-          const slot = cluster ? slotOf(tagOf(window.redisKey)) : 0
-          let group = groups.get(slot)
-          if (group === undefined) {
-            group = []
-            groups.set(slot, group)
-          }
-          group.push({
-            counters,
-            window,
-            keep: counters.keepFor(window, now),
-            admitted: window.admitted,
-            refunded: window.refunded,
-            denied: window.deniedHere,
-          })
-        }
+        if (counters.windows.length > 0) kept = true
       }
       return kept
     })
@@ -172,7 +237,8 @@ export class SyncLoop {
     return parts
   }
 
-  async #send(group: Sent[]): Promise<void> {
+  /** One call; on failure what it carried waits for the next sync again. */
+  async #send(group: Sent[], now: number): Promise<void> {
     const keys: string[] = []
     const args: (string | number)[] = [`a:${this.nodeId}`, `r:${this.nodeId}`]
     for (const sent of group) {
@@ -180,18 +246,44 @@ export class SyncLoop {
       args.push(sent.admitted, sent.refunded, sent.denied ? '1' : '0', sent.keep)
     }
     const asked = this.clock.local()
-    const reply = (await run(this.client, SYNC, keys, args)) as number[]
+    let reply: number[]
+    try {
+      reply = (await run(this.client, SYNC, keys, args)) as number[]
+    } catch (error) {
+      for (const sent of group) this.touch(sent.counters, sent.counters.usedAt)
+      throw error
+    }
     this.clock.measure(asked, this.clock.local(), (reply[0] as number) * 1000 + Math.floor((reply[1] as number) / 1000))
     for (const [i, sent] of group.entries()) {
-      const window = sent.window
+      const { window, counters } = sent
       window.acknowledge(sent.admitted, sent.refunded, sent.denied)
       window.heard(
         reply[2 + 3 * i] as number,
         sent.admitted - sent.refunded + (reply[4 + 3 * i] as number),
         reply[3 + 3 * i] === 1,
+        now,
+        this.interval,
       )
-      sent.counters.heard = true
+      counters.heard = true
+      if (window.start === counters.currentStart(now) && this.#near(counters, window)) this.#watched.add(counters)
     }
+  }
+
+  /**
+   * Whether a changed key's news may wait for a later sync: a little of it, not for long, on a key
+   * that stays far from its limit even if every node went on at this node's rate for the hold.
+   */
+  #holds(counters: PolicyCounters, now: number): boolean {
+    if (counters.geometry.span < HOLD_SPAN_MS || now - counters.pendingSince >= HOLD_MS) return false
+    if (counters.unsent(now) >= HOLD_UNITS) return false
+    const current = counters.find(counters.currentStart(now))
+    const estimate = current?.estimate ?? 0
+    const projected = estimate + counters.unseen(now, this.fleet.liveNodes + 1, HOLD_MS, this.#lag)
+    return projected < WATCH_FROM * this.exactAbove * counters.policy.limit
+  }
+
+  #near(counters: PolicyCounters, window: SubWindow): boolean {
+    return window.deniedAnywhere || window.estimate >= WATCH_FROM * this.exactAbove * counters.policy.limit
   }
 }
 
