@@ -4,7 +4,7 @@ import { type RedisClient, SyncedStore } from '@sluice/redis'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { CLIENTS, type TestClient } from '../support/clients.js'
-import { findRedis, type RedisServer, uniquePrefix } from '../support/redis.js'
+import { findRedis, freePort, type RedisServer, uniquePrefix } from '../support/redis.js'
 import { unhandledRejections } from '../support/unhandled.js'
 
 const redis = await findRedis()
@@ -299,6 +299,27 @@ describe('SyncedStore with Redis unreachable', () => {
     const answers = Array.from({ length: 12 }, () => store.consume('k', set, 1))
     for (const answer of answers) expect(isThenable(answer as never)).toBe(false)
     expect(answers.filter((a) => allowed(a as Outcome[]))).toHaveLength(10) // one live node: its share is all
+    await store.close()
+    client.disconnect()
+    await new Promise((r) => setTimeout(r, 50))
+    expect(rejections.seen).toEqual([])
+  })
+
+  it('unreachable from the start, on a default client: 8 decisions of each algorithm answer in the same tick, within 50 ms in all', async () => {
+    const client = new Redis({ port: await freePort() }) // nothing listens there; ioredis defaults otherwise
+    client.on('error', () => {})
+    const store = new SyncedStore({ client })
+    for (const algorithm of ['fixed-window', 'sliding-window', 'token-bucket', 'gcra'] as const) {
+      // 8 of a limit of 8: a connected store would go exact (one script call each) from the 7th.
+      const set = parsePolicies({ limit: 8, window: 60_000, algorithm })
+      const started = performance.now()
+      const answers = Array.from({ length: 8 }, () => store.consume(`${algorithm}-k`, set, 1))
+      const elapsed = performance.now() - started
+      for (const answer of answers) expect(isThenable(answer as never), algorithm).toBe(false)
+      expect(answers.filter((a) => allowed(a as Outcome[])), algorithm).toHaveLength(8)
+      expect(elapsed, algorithm).toBeLessThanOrEqual(50)
+    }
+    expect(store.degraded).toBe(true)
     await store.close()
     client.disconnect()
     await new Promise((r) => setTimeout(r, 50))

@@ -1,5 +1,6 @@
 import { run, type ScriptClient, script } from '../client.js'
 import { HEARTBEAT_LUA } from './heartbeat.js'
+import { withTimeout } from './timeout.js'
 
 const HEARTBEAT = script(HEARTBEAT_LUA)
 const HEARTBEAT_EVERY_MS = 1000
@@ -33,8 +34,10 @@ export class Fleet {
     this.liveNodes = Math.max(1, Number(live))
   }
 
-  /** Leaves the set of live nodes; never rejects. */
-  async leave(): Promise<void> {
-    await run(this.client, HEARTBEAT, [this.nodesKey], [this.nodeId, NODE_TTL_MS, '1']).catch(() => undefined)
+  /** Leaves the set of live nodes (others stop counting it within NODE_TTL_MS anyway); never rejects, waits at most `ms`. */
+  async leave(ms: number): Promise<void> {
+    if (!this.client.connected()) return
+    const call = run(this.client, HEARTBEAT, [this.nodesKey], [this.nodeId, NODE_TTL_MS, '1'])
+    await withTimeout(call, ms).catch(() => undefined)
   }
 }

@@ -20,7 +20,7 @@ import { EXACT_TIMEOUT_MS, ExactPath } from './exact.js'
 import { Fleet } from './fleet.js'
 import { resolveOptions, type SyncedStoreOptions } from './options.js'
 import { Shares } from './shares.js'
-import { SyncLoop } from './sync.js'
+import { SYNC_TIMEOUT_MS, SyncLoop } from './sync.js'
 import { RESET_LUA } from './sync-lua.js'
 
 export type { SyncedStoreOptions } from './options.js'
@@ -160,8 +160,8 @@ export class SyncedStore implements Store {
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
-    await this.#loop.close(() => this.#exact.settle(EXACT_TIMEOUT_MS + 2000))
-    await this.#fleet.leave()
+    await this.#loop.close(() => this.#exact.settle(EXACT_TIMEOUT_MS + SYNC_TIMEOUT_MS))
+    await this.#fleet.leave(SYNC_TIMEOUT_MS)
   }
 
   /**

@@ -13,7 +13,7 @@ const SYNC = script(SYNC_LUA)
 const MAX_KEYS_PER_CALL = 1000
 const MAX_BACKOFF_MS = 5000
 /** The least time a sync may take before it counts as failed (5 intervals when longer). */
-const SYNC_TIMEOUT_MS = 2000
+export const SYNC_TIMEOUT_MS = 2000
 
 interface Sent {
   readonly counters: PolicyCounters
@@ -116,14 +116,15 @@ export class SyncLoop {
     await this.#sync(false, true)
   }
 
-  /** Stops the timer and sends what is pending (one attempt). */
+  /** Stops the timer and sends what is pending (one attempt, when the client is connected). */
   async close(beforeLast: () => Promise<void>): Promise<void> {
     this.#closed = true
     if (this.#timer !== undefined) clearInterval(this.#timer)
     this.#timer = undefined
     await this.#syncing
     await beforeLast()
-    await this.#sync(true, true)
+    // A client with no connection would only queue the call or wait for it to fail.
+    if (this.client.connected()) await this.#sync(true, true)
   }
 
   readonly #tick = (): void => {
