@@ -91,7 +91,7 @@ describe.skipIf(!redis).each(CLIENTS)('SyncedStore on one Redis (stores as nodes
         await import('../../packages/redis/src/synced/sync-lua.js')
       ).SYNC_LUA,
     )) as string
-    const reply = (await client.evalsha(sha, 1, keys[0] as string, 'a:n0', 'r:n0', 7, 0, '0', 5000)) as number[]
+    const reply = (await client.evalsha(sha, 1, keys[0] as string, 'a:n0', 'r:n0', 7, 0, 0, '0', 5000)) as number[]
     expect(reply[2]).toBe(7)
     await a.close()
   })
@@ -316,7 +316,10 @@ describe('SyncedStore with Redis unreachable', () => {
       const answers = Array.from({ length: 8 }, () => store.consume(`${algorithm}-k`, set, 1))
       const elapsed = performance.now() - started
       for (const answer of answers) expect(isThenable(answer as never), algorithm).toBe(false)
-      expect(answers.filter((a) => allowed(a as Outcome[])), algorithm).toHaveLength(8)
+      expect(
+        answers.filter((a) => allowed(a as Outcome[])),
+        algorithm,
+      ).toHaveLength(8)
       expect(elapsed, algorithm).toBeLessThanOrEqual(50)
     }
     expect(store.degraded).toBe(true)

@@ -16,6 +16,7 @@ export class SubWindow {
   /** The totals Redis has acknowledged for this node. */
   sentAdmitted = 0
   sentRefunded = 0
+  sentExact = 0
   deniedHere = false
   deniedSent = false
   /** Σ over nodes at the last reply, and this node's part of it then. */
@@ -59,10 +60,19 @@ export class SubWindow {
   }
 
   /** Redis holds these totals of this node's now (and its denial, when `denied`). */
-  acknowledge(admitted: number, refunded: number, denied: boolean): void {
+  acknowledge(admitted: number, refunded: number, exact: number, denied: boolean): void {
     this.sentAdmitted = Math.max(this.sentAdmitted, admitted)
     this.sentRefunded = Math.max(this.sentRefunded, refunded)
+    this.sentExact = Math.max(this.sentExact, exact)
     if (denied) this.deniedSent = true
+  }
+
+  /** Redis lost its keys: nothing of this node's is there any more, so all of it is news again. */
+  forgetSent(): void {
+    this.sentAdmitted = 0
+    this.sentRefunded = 0
+    this.sentExact = 0
+    this.deniedSent = false
   }
 
   /** Units asked for here, admitted or not. */
@@ -78,6 +88,7 @@ export class SubWindow {
   /** Admitted by an exact decision: Redis counted it already. */
   countExact(cost: number): void {
     this.exact += cost
+    this.sentExact += cost
     this.global += cost
     this.mineInGlobal += cost
   }
@@ -116,7 +127,10 @@ export class SubWindow {
   /** Something Redis has not heard yet. */
   get dirty(): boolean {
     return (
-      this.admitted > this.sentAdmitted || this.refunded > this.sentRefunded || (this.deniedHere && !this.deniedSent)
+      this.admitted > this.sentAdmitted ||
+      this.refunded > this.sentRefunded ||
+      this.exact > this.sentExact ||
+      (this.deniedHere && !this.deniedSent)
     )
   }
 }
@@ -272,7 +286,7 @@ export class PolicyCounters {
     for (const w of this.windows) {
       if (!w.dirty) continue
       if (w.start !== current || (w.deniedHere && !w.deniedSent)) return Number.POSITIVE_INFINITY
-      units += w.admitted - w.sentAdmitted + w.refunded - w.sentRefunded
+      units += w.admitted - w.sentAdmitted + w.refunded - w.sentRefunded + w.exact - w.sentExact
     }
     return units
   }

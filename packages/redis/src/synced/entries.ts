@@ -35,6 +35,11 @@ export class Entries {
     byKey.set(key, entry)
   }
 
+  /** Visits every entry: O(keys), for rare events only (Redis lost its keys). */
+  visitAll(visit: (entry: Entry) => void): void {
+    for (const byKey of this.#bySet.values()) for (const entry of byKey.values()) visit(entry)
+  }
+
   /**
    * Visits up to `count` entries, going on where the last call stopped (a pass over all of them is
    * spread over many calls, so no call costs O(keys)), dropping those `visit` returns false for.

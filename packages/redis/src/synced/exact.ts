@@ -40,16 +40,19 @@ export class ExactPath {
       const { span, depth } = counters.geometry
       const current = counters.currentStart(now)
       const mine: number[] = []
+      const exact: number[] = []
       for (let i = depth - 1; i >= 0; i--) {
         const w = counters.at(current - i * span)
         windows.push(w)
         keys.push(w.redisKey)
         mine.push(w.admitted)
+        exact.push(w.exact)
       }
       const weight = (current + span - now) / span
-      args.push(counters.policy.limit, depth, weight, counters.keepFor(counters.at(current), now), ...mine)
+      args.push(counters.policy.limit, depth, weight, counters.keepFor(counters.at(current), now), ...mine, ...exact)
     }
     const sent = windows.map((w) => w.admitted)
+    const sentExact = windows.map((w) => w.exact)
     const call = run(this.client, EXACT, keys, args) as Promise<number[]>
     let reply: number[] | undefined
     try {
@@ -66,7 +69,7 @@ export class ExactPath {
     const admitted = reply[0] === 1
     // This node's part of the reply: what it sent, and its exact admissions so far (one in flight may be missing).
     for (const [i, w] of windows.entries()) {
-      w.acknowledge(sent[i] as number, 0, false)
+      w.acknowledge(sent[i] as number, 0, sentExact[i] as number, false)
       w.heard(reply[1 + i] as number, w.sentAdmitted - w.sentRefunded + w.exact, false, now, this.interval)
     }
     for (const counters of entry.counters) counters.heard = true

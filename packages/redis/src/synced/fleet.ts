@@ -16,28 +16,43 @@ export class Fleet {
   #lastBeat = Number.NEGATIVE_INFINITY
   #beats = 0
 
+  /** Redis's epoch at the last heartbeat; undefined before the first. */
+  #epoch: string | undefined
+
   constructor(
     readonly client: ScriptClient,
-    readonly nodesKey: string,
+    /** The key prefix: the set of live nodes and the epoch share its `{sluice-nodes}` hash tag. */
+    readonly prefix: string,
     readonly nodeId: string,
   ) {}
+
+  get #keys(): string[] {
+    return [`${this.prefix}{sluice-nodes}:live`, `${this.prefix}{sluice-nodes}:epoch`]
+  }
 
   /** The first syncs each carry a heartbeat while the fleet is being discovered, then one a second. */
   due(local: number): boolean {
     return this.#beats < DISCOVERY_HEARTBEATS || local - this.#lastBeat >= HEARTBEAT_EVERY_MS
   }
 
-  async beat(local: number): Promise<void> {
+  /** One heartbeat; resolves true when Redis's epoch changed since the last (it lost its keys). */
+  async beat(local: number): Promise<boolean> {
     this.#lastBeat = local
     this.#beats++
-    const live = await run(this.client, HEARTBEAT, [this.nodesKey], [this.nodeId, NODE_TTL_MS, '0'])
+    const [live, epoch] = (await run(this.client, HEARTBEAT, this.#keys, [this.nodeId, NODE_TTL_MS, '0'])) as [
+      number,
+      string,
+    ]
     this.liveNodes = Math.max(1, Number(live))
+    const changed = this.#epoch !== undefined && this.#epoch !== String(epoch)
+    this.#epoch = String(epoch)
+    return changed
   }
 
   /** Leaves the set of live nodes (others stop counting it within NODE_TTL_MS anyway); never rejects, waits at most `ms`. */
   async leave(ms: number): Promise<void> {
     if (!this.client.connected()) return
-    const call = run(this.client, HEARTBEAT, [this.nodesKey], [this.nodeId, NODE_TTL_MS, '1'])
+    const call = run(this.client, HEARTBEAT, this.#keys, [this.nodeId, NODE_TTL_MS, '1'])
     await withTimeout(call, ms).catch(() => undefined)
   }
 }

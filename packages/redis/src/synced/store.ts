@@ -71,7 +71,7 @@ export class SyncedStore implements Store {
     this.exactAbove = resolved.exactAbove
     this.#maxKeys = maxKeys
     this.#clock = new SyncClock(now)
-    this.#fleet = new Fleet(this.#client, `${prefix}{sluice-nodes}:live`, this.nodeId)
+    this.#fleet = new Fleet(this.#client, prefix, this.nodeId)
     this.#loop = new SyncLoop(
       this.#client,
       this.nodeId,

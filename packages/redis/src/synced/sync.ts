@@ -22,6 +22,7 @@ interface Sent {
   readonly keep: number
   readonly admitted: number
   readonly refunded: number
+  readonly exact: number
   readonly denied: boolean
 }
 
@@ -51,6 +52,8 @@ const HOLD_SPAN_MS = 10 * HOLD_MS
 export class SyncLoop {
   #failures = 0
   #nextAttempt = 0
+  /** The client had no connection when the last sync failed: once it has one again, the backoff is over. */
+  #failedDisconnected = false
   /** Local time the sync in flight was sent; undefined when none is. */
   #inFlightSince: number | undefined
   #timer: ReturnType<typeof setInterval> | undefined
@@ -132,7 +135,8 @@ export class SyncLoop {
     const gap = local - this.#lastTick
     this.#lastTick = local
     if (gap < 10 * this.interval) this.#lag = Math.max(gap - this.interval, this.#lag * 0.9, 0)
-    if (this.#closed || this.#syncing !== undefined || local < this.#nextAttempt) return
+    if (this.#closed || this.#syncing !== undefined) return
+    if (local < this.#nextAttempt && !(this.#failedDisconnected && this.client.connected())) return
     void this.#sync(false, false)
   }
 
@@ -148,7 +152,7 @@ export class SyncLoop {
     for (const group of groups) keys += group.length
     const calls: Promise<unknown>[] = groups.map((group) => this.#send(group, now))
     // After a failure every attempt carries a heartbeat: it tells when Redis is back.
-    if (!final && (this.fleet.due(started) || this.#failures > 0)) calls.push(this.fleet.beat(started))
+    if (!final && (this.fleet.due(started) || this.#failures > 0)) calls.push(this.#beat(started))
     if (calls.length === 0) return Promise.resolve()
     this.#inFlightSince = started
     let reported = false
@@ -174,12 +178,28 @@ export class SyncLoop {
       this.#failures = 0
       this.#nextAttempt = 0
     } else {
+      this.#failedDisconnected = !this.client.connected()
       this.#failures++
       this.#nextAttempt = finished + Math.min(this.interval * 2 ** this.#failures, MAX_BACKOFF_MS)
     }
     if (this.observe === undefined) return
     const event: SyncEvent = { type: 'sync', store: 'synced', durationMs: finished - started, keys }
     this.observe(error === undefined ? event : { ...event, error })
+  }
+
+  /** A heartbeat; when Redis lost its keys (its epoch changed), every live window is news again. */
+  async #beat(local: number): Promise<void> {
+    if (await this.fleet.beat(local)) this.#resendAll(this.clock.at(local))
+  }
+
+  /** Redis lost its keys: the next sync sends every live window this node holds (O(keys), once). */
+  #resendAll(now: number): void {
+    this.entries.visitAll((entry) => {
+      for (const counters of entry.counters) {
+        for (const window of counters.windows) if (counters.live(window, now)) window.forgetSent()
+        this.touch(counters, counters.usedAt)
+      }
+    })
   }
 
   /** The sub-windows of what changed and what is watched, grouped by slot; and a slice of memory swept. */
@@ -203,6 +223,7 @@ export class SyncLoop {
           keep: counters.keepFor(window, now),
           admitted: window.admitted,
           refunded: window.refunded,
+          exact: window.exact,
           denied: window.deniedHere,
         })
       }
@@ -244,7 +265,7 @@ export class SyncLoop {
     const args: (string | number)[] = [`a:${this.nodeId}`, `r:${this.nodeId}`]
     for (const sent of group) {
       keys.push(sent.window.redisKey)
-      args.push(sent.admitted, sent.refunded, sent.denied ? '1' : '0', sent.keep)
+      args.push(sent.admitted, sent.refunded, sent.exact, sent.denied ? '1' : '0', sent.keep)
     }
     const asked = this.clock.local()
     let reply: number[]
@@ -255,19 +276,23 @@ export class SyncLoop {
       throw error
     }
     this.clock.measure(asked, this.clock.local(), (reply[0] as number) * 1000 + Math.floor((reply[1] as number) / 1000))
+    let lost = false
     for (const [i, sent] of group.entries()) {
       const { window, counters } = sent
-      window.acknowledge(sent.admitted, sent.refunded, sent.denied)
+      const at = 2 + 4 * i
+      if (reply[at + 3] === 1 && counters.live(window, now) && window.sentAdmitted + window.sentExact > 0) lost = true
+      window.acknowledge(sent.admitted, sent.refunded, sent.exact, sent.denied)
       window.heard(
-        reply[2 + 3 * i] as number,
-        sent.admitted - sent.refunded + (reply[4 + 3 * i] as number),
-        reply[3 + 3 * i] === 1,
+        reply[at] as number,
+        sent.admitted - sent.refunded + (reply[at + 2] as number),
+        reply[at + 1] === 1,
         now,
         this.interval,
       )
       counters.heard = true
       if (window.start === counters.currentStart(now) && this.#near(counters, window)) this.#watched.add(counters)
     }
+    if (lost) this.#resendAll(now)
   }
 
   /**
