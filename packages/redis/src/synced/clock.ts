@@ -1,5 +1,15 @@
 /** How long the offset to Redis time from a fast sync is kept before a slower one may replace it. */
 const OFFSET_KEPT_MS = 10_000
+/** The wall clock moving this much more or less than the monotonic one between two checks is a step (NTP slews far less). */
+export const STEP_MS = 50
+
+/** The two local clocks: the wall clock (epoch ms, may step) and a monotonic one (never steps). */
+export interface LocalClocks {
+  wall(): number
+  monotonic(): number
+}
+
+const SYSTEM: LocalClocks = { wall: () => Date.now(), monotonic: () => performance.now() }
 
 /**
  * Window time: the local clock moved by its offset to Redis `TIME`, so every node counts in the
@@ -11,12 +21,37 @@ export class SyncClock {
   /** How far `#offset` may be off (half that sync's round trip); infinite until measured. */
   #error = Number.POSITIVE_INFINITY
   #measuredAt = Number.NEGATIVE_INFINITY
+  /** Both clocks at the last `checkStep`. */
+  #lastWall: number | undefined
+  #lastMonotonic = 0
 
-  constructor(readonly injected: (() => number) | undefined) {}
+  constructor(
+    readonly injected: (() => number) | undefined,
+    readonly clocks: LocalClocks = SYSTEM,
+  ) {}
 
   /** The local clock in epoch ms (the injected one in tests). */
   local(): number {
-    return this.injected === undefined ? Date.now() : this.injected()
+    return this.injected === undefined ? this.clocks.wall() : this.injected()
+  }
+
+  /**
+   * Whether the wall clock stepped since the last check (it moved more than STEP_MS away from the
+   * monotonic clock). Redis's clock did not: the offset moves back by the step at once, so window
+   * time goes on as before, and its error is forgotten, so the next reply measures it again.
+   */
+  checkStep(): boolean {
+    if (this.injected !== undefined) return false
+    const wall = this.clocks.wall()
+    const monotonic = this.clocks.monotonic()
+    const last = this.#lastWall
+    this.#lastWall = wall
+    const step = last === undefined ? 0 : wall - last - (monotonic - this.#lastMonotonic)
+    this.#lastMonotonic = monotonic
+    if (Math.abs(step) <= STEP_MS) return false
+    this.#offset -= step
+    this.#error = Number.POSITIVE_INFINITY
+    return true
   }
 
   /** Window time now. */

@@ -1,4 +1,5 @@
 import { run, type ScriptClient, script } from '../client.js'
+import type { SyncClock } from './clock.js'
 import { HEARTBEAT_LUA } from './heartbeat.js'
 import { withTimeout } from './timeout.js'
 
@@ -36,13 +37,13 @@ export class Fleet {
   }
 
   /** One heartbeat; resolves true when Redis's epoch changed since the last (it lost its keys). */
-  async beat(local: number): Promise<boolean> {
+  async beat(local: number, clock: SyncClock): Promise<boolean> {
     this.#lastBeat = local
     this.#beats++
-    const [live, epoch] = (await run(this.client, HEARTBEAT, this.#keys, [this.nodeId, NODE_TTL_MS, '0'])) as [
-      number,
-      string,
-    ]
+    const asked = clock.local()
+    const reply = (await run(this.client, HEARTBEAT, this.#keys, [this.nodeId, NODE_TTL_MS, '0'])) as unknown[]
+    const [live, epoch, seconds, micros] = reply as [number, string, number, number]
+    clock.measure(asked, clock.local(), seconds * 1000 + Math.floor(micros / 1000))
     this.liveNodes = Math.max(1, Number(live))
     const changed = this.#epoch !== undefined && this.#epoch !== String(epoch)
     this.#epoch = String(epoch)

@@ -7,7 +7,8 @@
  * knows Redis lost its keys (restarted empty, flushed) and sends every live window again.
  *
  * KEYS[1]: the set; KEYS[2]: the epoch key. ARGV[1]: this node's id; ARGV[2]: ttl in ms; ARGV[3]:
- * '1' when leaving. Reply: how many nodes are alive (this one included unless leaving), the epoch.
+ * '1' when leaving. Reply: how many nodes are alive (this one included unless leaving), the epoch,
+ * and the server's TIME (seconds, microseconds).
  */
 export const HEARTBEAT_LUA = `
 local time = redis.call('TIME')
@@ -24,5 +25,5 @@ else
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return { redis.call('ZCARD', KEYS[1]), epoch }
+return { redis.call('ZCARD', KEYS[1]), epoch, tonumber(time[1]), tonumber(time[2]) }
 `

@@ -54,6 +54,8 @@ export class SyncLoop {
   #nextAttempt = 0
   /** The client had no connection when the last sync failed: once it has one again, the backoff is over. */
   #failedDisconnected = false
+  /** The wall clock stepped: the next sync carries a heartbeat, whose reply measures the offset again. */
+  #measureNow = false
   /** Local time the sync in flight was sent; undefined when none is. */
   #inFlightSince: number | undefined
   #timer: ReturnType<typeof setInterval> | undefined
@@ -135,6 +137,8 @@ export class SyncLoop {
     const gap = local - this.#lastTick
     this.#lastTick = local
     if (gap < 10 * this.interval) this.#lag = Math.max(gap - this.interval, this.#lag * 0.9, 0)
+    // A stepped wall clock: the offset to Redis is measured again by this very sync's heartbeat.
+    if (this.clock.checkStep()) this.#measureNow = true
     if (this.#closed || this.#syncing !== undefined) return
     if (local < this.#nextAttempt && !(this.#failedDisconnected && this.client.connected())) return
     void this.#sync(false, false)
@@ -152,7 +156,10 @@ export class SyncLoop {
     for (const group of groups) keys += group.length
     const calls: Promise<unknown>[] = groups.map((group) => this.#send(group, now))
     // After a failure every attempt carries a heartbeat: it tells when Redis is back.
-    if (!final && (this.fleet.due(started) || this.#failures > 0)) calls.push(this.#beat(started))
+    if (!final && (this.fleet.due(started) || this.#failures > 0 || this.#measureNow)) {
+      this.#measureNow = false
+      calls.push(this.#beat(started))
+    }
     if (calls.length === 0) return Promise.resolve()
     this.#inFlightSince = started
     let reported = false
@@ -189,7 +196,7 @@ export class SyncLoop {
 
   /** A heartbeat; when Redis lost its keys (its epoch changed), every live window is news again. */
   async #beat(local: number): Promise<void> {
-    if (await this.fleet.beat(local)) this.#resendAll(this.clock.at(local))
+    if (await this.fleet.beat(local, this.clock)) this.#resendAll(this.clock.at(local))
   }
 
   /** Redis lost its keys: the next sync sends every live window this node holds (O(keys), once). */
