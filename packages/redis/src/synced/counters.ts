@@ -265,6 +265,22 @@ export class PolicyCounters {
     return Math.max(KEEP_SLACK_MS, Math.ceil(window.start + span * depth - now) + KEEP_SLACK_MS)
   }
 
+  /**
+   * This node's part of the key's traffic as the last replies reported it: its count over the
+   * global count, summed over the sub-windows an estimate at `now` reads; undefined when Redis
+   * reported none.
+   */
+  trafficShare(now: number): number | undefined {
+    let mine = 0
+    let global = 0
+    for (const w of this.windows) {
+      if (!this.live(w, now)) continue
+      mine += w.mineInGlobal
+      global += w.global
+    }
+    return global > 0 ? Math.min(1, Math.max(0, mine / global)) : undefined
+  }
+
   /** The start of the sub-window holding `now`. */
   currentStart(now: number): number {
     return now - (now % this.geometry.span)

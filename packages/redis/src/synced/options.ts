@@ -13,9 +13,10 @@ export const SYNCED_STORE_OPTION_NAMES: readonly string[] = [
   'nodeId',
   'now',
   'observe',
+  'weight',
 ]
 
-/** Options of `SyncedStore`: `client`, `prefix`, `interval`, `exactAbove`, `maxKeys`, `nodeId`, `now`, `observe`. */
+/** Options of `SyncedStore`: `client`, `prefix`, `interval`, `exactAbove`, `maxKeys`, `nodeId`, `now`, `observe`, `weight`. */
 export interface SyncedStoreOptions {
   /** An ioredis or iovalkey `Redis` or `Cluster`, or a node-redis v5 client or cluster (see RedisStore). */
   client: RedisClient
@@ -39,6 +40,13 @@ export interface SyncedStoreOptions {
    * and any error (the same function a limiter's `observe` takes); its exceptions are contained.
    */
   observe?: Observe
+  /**
+   * The part of each limit (0 < weight ≤ 1) this node enforces alone while Redis is unreachable.
+   * Default: learned per key, this node's part of the key's traffic at the last syncs (limit ÷ live
+   * nodes for a key Redis has reported nothing of). Give it when you know better, e.g. 0.5 on
+   * each of two nodes behind an even balancer.
+   */
+  weight?: number
 }
 
 /** The options checked, with their defaults filled in. */
@@ -51,6 +59,7 @@ export interface ResolvedOptions {
   readonly nodeId: string
   readonly now: (() => number) | undefined
   readonly observe: Observe | undefined
+  readonly weight: number | undefined
 }
 
 /** Checks every option at construction: a ConfigError naming the field and the value. */
@@ -71,6 +80,10 @@ export function resolveOptions(options: SyncedStoreOptions): ResolvedOptions {
   if (typeof nodeId !== 'string' || nodeId.length === 0 || nodeId.length > 200) {
     throw new ConfigError('nodeId', nodeId, 'must be a non-empty string of at most 200 characters')
   }
+  const { weight } = options
+  if (weight !== undefined && (typeof weight !== 'number' || !(weight > 0 && weight <= 1))) {
+    throw new ConfigError('weight', weight, 'must be a share of each limit above 0 and at most 1, such as 0.5')
+  }
   if (now !== undefined && typeof now !== 'function') {
     throw new ConfigError('now', now, 'must be a function returning epoch milliseconds')
   }
@@ -83,5 +96,6 @@ export function resolveOptions(options: SyncedStoreOptions): ResolvedOptions {
     nodeId,
     now,
     observe,
+    weight,
   }
 }

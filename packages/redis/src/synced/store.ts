@@ -55,7 +55,7 @@ export class SyncedStore implements Store {
   readonly #loop: SyncLoop
   readonly #exact: ExactPath
   readonly #buckets: BucketPath
-  readonly #shares = new Shares()
+  readonly #shares: Shares
   readonly #entries = new Entries()
   readonly #counted = new WeakMap<PolicySet, boolean>()
   #closed = false
@@ -70,6 +70,7 @@ export class SyncedStore implements Store {
     this.interval = resolved.interval
     this.exactAbove = resolved.exactAbove
     this.#maxKeys = maxKeys
+    this.#shares = new Shares(resolved.weight)
     this.#clock = new SyncClock(now)
     this.#fleet = new Fleet(this.#client, prefix, this.nodeId)
     this.#loop = new SyncLoop(
@@ -87,7 +88,7 @@ export class SyncedStore implements Store {
     this.#buckets = new BucketPath(
       new RedisStore({ client, prefix, ...clockOption }),
       new MemoryStore({ maxKeys, ...clockOption }),
-      { degraded: () => this.degraded, shareOf: (set) => this.#shareOf(set) },
+      { degraded: () => this.degraded, shareOf: (set) => this.#shareOf(set, undefined) },
     )
   }
 
@@ -207,7 +208,9 @@ export class SyncedStore implements Store {
       markDenied(entry, now, outcomes)
       return outcomes
     }
-    const share = evaluate(statesOf(entry, now, true), now, this.#shareOf(set), cost)
+    // Every policy of a key counts the same requests: the first one's traffic tells this node's share.
+    const traffic = (entry.counters[0] as PolicyCounters).trafficShare(now)
+    const share = evaluate(statesOf(entry, now, true), now, this.#shareOf(set, traffic), cost)
     if (!share.allowed) {
       markDenied(entry, now, share.outcomes)
       return share.outcomes
@@ -216,8 +219,8 @@ export class SyncedStore implements Store {
     return outcomes
   }
 
-  #shareOf(set: PolicySet): PolicySet {
-    return this.#shares.of(set, this.#fleet.liveNodes)
+  #shareOf(set: PolicySet, traffic: number | undefined): PolicySet {
+    return this.#shares.of(set, this.#shares.fraction(this.#fleet.liveNodes, traffic))
   }
 
   #entryOf(key: string, set: PolicySet): Entry {
