@@ -237,8 +237,11 @@ export class SyncLoop {
     }
     const changed = this.#changed
     this.#changed = []
+    // Held news goes all together once any of it is due (or anything else is sent): a call then
+    // carries many keys, rather than a call every interval for the one or two whose hold ended.
+    const holding = !all && changed.every((counters) => this.#holds(counters, now))
     for (const counters of changed) {
-      if (!all && this.#holds(counters, now)) this.#changed.push(counters)
+      if (holding) this.#changed.push(counters)
       else {
         counters.pending = false
         add(counters)
