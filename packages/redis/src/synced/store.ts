@@ -118,7 +118,7 @@ export class SyncedStore implements Store {
       markDenied(entry, now, global.outcomes)
       return global.outcomes
     }
-    if (this.#needsExact(entry, now, global.outcomes)) return this.#exact.decide(entry, set, cost, now)
+    if (this.#needsExact(entry, now, local, global.outcomes)) return this.#exact.decide(entry, set, cost, now)
     countIn(entry, now, cost)
     return global.outcomes
   }
@@ -180,14 +180,15 @@ export class SyncedStore implements Store {
    * all, near is `exactAbove` of this node's share (limit ÷ live nodes), since a cold fleet's
    * nodes would otherwise each admit most of the limit before the first sync.
    */
-  #needsExact(entry: Entry, now: number, outcomes: readonly Outcome[]): boolean {
+  #needsExact(entry: Entry, now: number, local: number, outcomes: readonly Outcome[]): boolean {
     const all = entry.counters
     const live = this.#fleet.liveNodes
+    const lag = this.#loop.lagAt(local)
     for (let i = 0; i < all.length; i++) {
       const counters = all[i] as PolicyCounters
       const { limit } = counters.policy
       if (counters.find(counters.currentStart(now))?.deniedAnywhere === true) return true
-      const unseen = counters.unseen(now, live, this.interval, this.#loop.lag)
+      const unseen = counters.unseen(now, live, this.interval, lag)
       // Until Redis has answered for the key, the others' counts are unknown: this node keeps to its share.
       const threshold = counters.heard ? this.exactAbove * limit : (this.exactAbove * limit) / live
       if (limit - (outcomes[i] as Outcome).remaining + unseen > threshold) return true

@@ -89,9 +89,14 @@ export class SyncLoop {
     return this.#inFlightSince !== undefined && local - this.#inFlightSince > Math.max(3 * this.interval, 1000)
   }
 
-  /** How late this machine's timers run lately (ms): the others' unsent counts may be that much older. */
-  get lag(): number {
-    return this.#lag
+  /**
+   * How late this machine's timers run (ms) at local time `local`: lately, or now, when the timer
+   * is overdue (a starved event loop deciding a backlog before its timer fires). The others'
+   * unsent counts may be that much older too: the load is the machine's.
+   */
+  lagAt(local: number): number {
+    if (this.#lastTick === Number.NEGATIVE_INFINITY) return this.#lag
+    return Math.max(this.#lag, local - this.#lastTick - this.interval)
   }
 
   /** A decision here on `counters` at window time `now`: the next sync carries it. */
