@@ -10,7 +10,9 @@
  *   3 s; the worst full window's admissions over the limit (windows by the local clock, which all
  *   processes share on this machine).
  *
- *   flock /tmp/sluice-bench.lock pnpm bench:distributed [--seconds 2]
+ * Then the sections of bench/distributed/ (each its own table): cardinality.
+ *
+ *   flock /tmp/sluice-bench.lock pnpm bench:distributed [--seconds 2] [--only <section>]
  */
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
@@ -19,10 +21,15 @@ import { RedisStore, SyncedStore } from '@sluice/redis'
 import { Redis } from 'ioredis'
 import { RateLimiterRedis } from 'rate-limiter-flexible'
 import { parseCommandStats, startRedisServer } from '../test/support/redis.js'
+import { cardinalityRows } from './distributed/cardinality.js'
 
 type Kind = 'RedisStore' | 'SyncedStore' | 'RateLimiterRedis+inMemoryBlock'
 const KINDS: Kind[] = ['RedisStore', 'SyncedStore', 'RateLimiterRedis+inMemoryBlock']
 const HOT_LIMIT = 1000
+/** Further tables, each from a module of bench/distributed/, run after the main one on the same server. */
+const SECTIONS: Record<string, (url: string, admin: Redis) => Promise<string[]>> = {
+  cardinality: cardinalityRows,
+}
 
 interface ChildArgs {
   url: string
@@ -178,9 +185,11 @@ async function main(): Promise<void> {
       .reduce((sum, [, s]) => sum + s.calls, 0)
     return [all, scripts]
   }
+  const only = argv.includes('--only') ? argv[argv.indexOf('--only') + 1] : undefined
   const rows: string[] = []
+  const sections: string[][] = []
   try {
-    for (const processes of [1, 2, 4]) {
+    for (const processes of only === undefined ? [1, 2, 4] : []) {
       for (const kind of KINDS) {
         const prefix = `bench:${kind}:${processes}:`
         const children = await Promise.all(
@@ -210,10 +219,15 @@ async function main(): Promise<void> {
         console.log(row)
       }
     }
+    for (const [name, section] of Object.entries(SECTIONS)) {
+      if (only === undefined || only === name) sections.push([`\n${name}:`, ...(await section(server.url, admin))])
+    }
   } finally {
     admin.disconnect()
     await server.stop()
   }
+  for (const lines of sections) for (const line of lines) console.log(line)
+  if (rows.length === 0) return
   console.log(
     '\n| processes | store | decisions/s per process | Redis commands per decision (all) | script calls per decision | server CPU µs per decision | over-admission, hot key at 2× (worst full window) |',
   )
