@@ -1,11 +1,11 @@
 import type { Outcome } from './algorithms/index.js'
 import { type BreakerOptions, breakerOf } from './breaker.js'
 import { Deadlines } from './deadlines.js'
-import { type Decision, type DecisionSource, decisionOf, type PolicyDecision, toDecision } from './decision.js'
+import { type Decision, type DecisionSource, toDecision } from './decision.js'
 import { toMilliseconds } from './duration.js'
 import { ConfigError } from './errors.js'
 import { assertKnownOptions } from './known-options.js'
-import { consumeEntries, MemoryStore } from './memory-store.js'
+import { MemoryStore } from './memory-store.js'
 import { containObserve, describeError, type Observe } from './observe.js'
 import {
   capacityOf,
@@ -119,9 +119,6 @@ export const LIMITER_OPTION_NAMES: readonly (keyof LimiterOptions)[] = [
   'observe',
 ]
 
-/** A MemoryStore's own `consume`: a store that has it (not a subclass's or a spy's) is asked through `consumeEntries`. */
-const memoryConsume = MemoryStore.prototype.consume
-
 /** The cost that stands for a peek inside the limiter (a consume's cost is at least 1). */
 const PEEK = 0
 
@@ -226,11 +223,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
       if (!breaker.tryProbe()) return onFailure(key, cost, breaker.openError(), true)
       probe = true
     }
-    // A MemoryStore makes each outcome as its Decision entry: no copy per policy.
-    const entries = cost !== PEEK && store.consume === memoryConsume
     let answer: Awaitable<readonly Outcome[]>
     try {
-      answer = entries ? consumeEntries(store as MemoryStore, prefix + key, set, cost) : ask(store, key, cost)
+      answer = ask(store, key, cost)
     } catch (error) {
       const decided = onFailure(key, cost, error)
       if (probe) countFailure(probe, error)
@@ -238,9 +233,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     }
     if (!isThenable(answer)) {
       if (failing || probe) recovered(probe)
-      return entries
-        ? decisionOf(key, answer as readonly PolicyDecision[], 'store')
-        : toDecision(key, policies, answer, 'store')
+      return toDecision(key, policies, answer, 'store')
     }
     return (settle(answer, deadlines) as Promise<readonly Outcome[]>).then(
       (outcomes) => {
