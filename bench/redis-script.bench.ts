@@ -9,7 +9,7 @@
  */
 import { execFileSync } from 'node:child_process'
 import { type PolicyInput, parsePolicies } from '@sluice/core'
-import { DECIDE_LUA } from '@sluice/redis'
+import { DECIDE_LUA } from '../packages/redis/src/lua/decide.js'
 import { Redis } from 'ioredis'
 import { parseCommandStats, startRedisServer } from '../test/support/redis.js'
 
