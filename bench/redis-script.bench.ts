@@ -9,8 +9,8 @@
  */
 import { execFileSync } from 'node:child_process'
 import { type PolicyInput, parsePolicies } from '@sluice/core'
-import { DECIDE_LUA } from '../packages/redis/src/lua/decide.js'
 import { Redis } from 'ioredis'
+import { DECIDE_LUA } from '../packages/redis/src/lua/decide.js'
 import { parseCommandStats, startRedisServer } from '../test/support/redis.js'
 
 const args = process.argv.slice(2)
