@@ -3,9 +3,10 @@
  * request planners, the helpers that keep a synchronous decision synchronous, response-lifetime
  * hooks, and the rounding rules every store shares. Applications do not need it.
  */
-export type { AdmissionHandler, AdmissionPlan } from './admission/handler.js'
-export { createAdmissionHandler } from './admission/handler.js'
+
 export { ceilMs, EPSILON, floorUnits } from './algorithms/outcome.js'
+export type { AdmissionHandler, AdmissionPlan } from './http/admission.js'
+export { createAdmissionHandler } from './http/admission.js'
 export type { ConcurrencyHandler, ConcurrencyPlan } from './http/concurrency.js'
 export { createConcurrencyHandler } from './http/concurrency.js'
 export { lowerCaseName } from './http/headers.js'
@@ -17,4 +18,4 @@ export type { Denial, DenyPlan } from './http/response.js'
 export { sleep } from './http/response.js'
 export type { NodeResponse } from './http/stream.js'
 export { onResponseDone, onStreamDone } from './http/stream.js'
-export { andThen, isThenable, whenReady } from './store.js'
+export { andThen, isThenable, whenReady } from './stores/store.js'

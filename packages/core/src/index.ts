@@ -11,8 +11,6 @@ export type { OptionHint } from './known-options.js'
 export { assertKnownOptions, FOREIGN_OPTION_HINTS } from './known-options.js'
 export type { ConsumeOptions, Limiter, LimiterOptions, RefundOptions } from './limiter.js'
 export { createLimiter, LIMITER_OPTION_NAMES } from './limiter.js'
-export type { MemoryStoreOptions } from './memory-store.js'
-export { MEMORY_STORE_OPTION_NAMES, MemoryStore } from './memory-store.js'
 export type {
   BreakerCloseEvent,
   BreakerOpenEvent,
@@ -37,5 +35,7 @@ export {
   policySetOf,
 } from './policy.js'
 export * from './sketch/index.js'
-export type { Awaitable, Evaluation, Store } from './store.js'
-export { evaluate } from './store.js'
+export type { MemoryStoreOptions } from './stores/memory-store.js'
+export { MEMORY_STORE_OPTION_NAMES, MemoryStore } from './stores/memory-store.js'
+export type { Awaitable, Evaluation, Store } from './stores/store.js'
+export { evaluate } from './stores/store.js'

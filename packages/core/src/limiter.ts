@@ -5,7 +5,6 @@ import { type Decision, type DecisionSource, toDecision } from './decision.js'
 import { toMilliseconds } from './duration.js'
 import { ConfigError } from './errors.js'
 import { assertKnownOptions } from './known-options.js'
-import { MemoryStore } from './memory-store.js'
 import { containObserve, describeError, type Observe } from './observe.js'
 import {
   capacityOf,
@@ -17,7 +16,8 @@ import {
   supportsShaping,
   withMaxDelay,
 } from './policy.js'
-import { type Awaitable, andThen, isThenable, type Store } from './store.js'
+import { MemoryStore } from './stores/memory-store.js'
+import { type Awaitable, andThen, isThenable, type Store } from './stores/store.js'
 
 /** Options of `createLimiter`. */
 export interface LimiterOptions {

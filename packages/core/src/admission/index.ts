@@ -1,3 +1,14 @@
+export type {
+  ActiveClientsSync,
+  AdmissionControlOptions,
+  AdmissionEvent,
+  AdmissionInfo,
+  AdmissionState,
+  ThrottlingProblem,
+} from '../http/admission.js'
+export { DEFAULT_RESUME_FRACTION, THROTTLING_MODE, throttlingProblem } from '../http/admission.js'
+export type { BloomShape } from '../sketch/bloom.js'
+export { bloomShape, estimateCount } from '../sketch/bloom.js'
 export type { ActiveClientsOptions, SlotChanges } from './active-clients.js'
 export {
   ActiveClients,
@@ -7,14 +18,3 @@ export {
   MAX_ACTIVE_CLIENTS_BYTES,
   MAX_ACTIVE_SLOTS,
 } from './active-clients.js'
-export type { BloomShape } from './bloom.js'
-export { bloomShape, estimateCount } from './bloom.js'
-export type {
-  ActiveClientsSync,
-  AdmissionControlOptions,
-  AdmissionEvent,
-  AdmissionInfo,
-  AdmissionState,
-  ThrottlingProblem,
-} from './handler.js'
-export { DEFAULT_RESUME_FRACTION, THROTTLING_MODE, throttlingProblem } from './handler.js'

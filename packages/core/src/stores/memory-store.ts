@@ -9,11 +9,11 @@ import {
   penalize,
   refund,
   step,
-} from './algorithms/index.js'
-import { peekOf } from './algorithms/outcome.js'
-import { ConfigError, StoreFullError } from './errors.js'
-import { assertKnownOptions } from './known-options.js'
-import type { Policy, PolicySet } from './policy.js'
+} from '../algorithms/index.js'
+import { peekOf } from '../algorithms/outcome.js'
+import { ConfigError, StoreFullError } from '../errors.js'
+import { assertKnownOptions } from '../known-options.js'
+import type { Policy, PolicySet } from '../policy.js'
 import { evaluate, type Store } from './store.js'
 
 /** Options of `new MemoryStore(options)`. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import { createLimiter, type Limiter } from './limiter.js'
+import { createLimiter, type Limiter } from '../limiter.js'
+import { ALGORITHMS, type PolicyInput } from '../policy.js'
 import { MemoryStore } from './memory-store.js'
-import { ALGORITHMS, type PolicyInput } from './policy.js'
 
 /**
  * A limited key is never evicted before it is back to full quota: else a flood of new keys would
