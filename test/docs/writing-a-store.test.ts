@@ -1,5 +1,6 @@
 // The example store of docs/writing-a-store.md, as written there, passes the conformance suite.
-import { type AlgorithmState, evaluate, type PolicySet, peekOutcome, refund, type Store } from '@sluice/core'
+import type { PolicySet } from '@sluice/core'
+import { type AlgorithmState, evaluate, peekOutcome, refund, type Store } from '@sluice/core/store'
 import { storeConformanceCases } from '@sluice/core/testing'
 import { describe, it } from 'vitest'
 

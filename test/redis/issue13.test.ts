@@ -1,4 +1,5 @@
-import { createLimiter, MemoryStore, type Store } from '@sluice/core'
+import { createLimiter, MemoryStore } from '@sluice/core'
+import type { Store } from '@sluice/core/store'
 import { RedisStore } from '@sluice/redis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { CLIENTS, type TestClient } from '../support/clients.js'

@@ -1,23 +1,25 @@
 import { randomUUID } from 'node:crypto'
 import {
   type AlgorithmName,
-  assertKnownOptions,
   ConfigError,
-  containObserve,
-  evaluate,
   MemoryStore,
   type Observe,
   type ObserveEvent,
-  type Outcome,
   type Policy,
   type PolicySet,
+  StoreFullError,
+  type SyncEvent,
+} from '@sluice/core'
+import {
+  assertKnownOptions,
+  containObserve,
+  evaluate,
+  type Outcome,
   peekOutcome,
   policySetOf,
   type Store,
-  StoreFullError,
-  type SyncEvent,
   toMilliseconds,
-} from '@sluice/core'
+} from '@sluice/core/store'
 import { type RedisClient, run, type ScriptClient, script, scriptClient } from '../client.js'
 import { hashTag } from '../keys.js'
 import { assertPrefix } from '../options.js'
