@@ -53,6 +53,18 @@ describe('MemoryStore: a limited key survives a flood of new keys', () => {
       expect((await one.consume('k', { cost: 3 })).allowed).toBe(false)
     })
 
+    it(`${algorithm}, two policies: limited by a denial that leaves quota for a smaller cost`, async () => {
+      const { limiter, flood } = setup()
+      const two = limiter([
+        { limit: 10, window: '1h', algorithm },
+        { limit: 5, window: '1m', algorithm, name: 'burst' },
+      ])
+      expect((await two.consume('k', { cost: 3 })).remaining).toBe(2)
+      expect((await two.consume('k', { cost: 3 })).allowed).toBe(false)
+      await flood()
+      expect((await two.consume('k', { cost: 3 })).allowed).toBe(false)
+    })
+
     it(`${algorithm}, two policies: limited by the second`, async () => {
       const { limiter, flood } = setup()
       const two = limiter([

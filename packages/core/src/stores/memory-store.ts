@@ -163,10 +163,11 @@ export class MemoryStore implements Store {
     const now = this.#time()
     const plan = this.#planOf(set)
     if (plan.transitions) return this.#consumeByTransitions(key, plan, cost, now)
+    let held = this.#entries.get(key)
+    if (plan.bare && !(held instanceof Entry)) return this.#consumeBare(key, held, plan, cost, now)
     const { policies } = set
     const { indices, shifts } = plan
     const planMeters = plan.meters as readonly Meter<Kept>[]
-    let held = this.#entries.get(key)
     const outcomes: Outcome[] = new Array(policies.length)
     let allowed = true
     for (let i = 0; i < policies.length; i++) {
@@ -205,6 +206,30 @@ export class MemoryStore implements Store {
       if (state !== stored) held = this.#write(key, held, index, state, now)
     }
     return outcomes
+  }
+
+  /**
+   * The rule above for the store's first policy alone on a key held bare (see `Held`), without
+   * the loops. Kept for V8: through the loops, `bench:core`'s "sluice token-bucket, 1 policy" ran
+   * 3 069 instructions a decision against 2 559 here (−17 %), and "sluice sliding-window, 1 policy"
+   * 2 940 against 2 563 (−13 %) (callgrind, 2026-11-26, bench/README.md).
+   */
+  #consumeBare(key: string, held: Kept | undefined, plan: Plan, cost: number, now: number): readonly Outcome[] {
+    const policy = plan.set.policies[0] as Policy
+    const meter = plan.meters[0] as Meter<Kept>
+    const time = now + (plan.shifts[0] as number)
+    const state = live(held, now)
+    const outcome = meter.decide(state, time, policy, cost)
+    if (!outcome.allowed) {
+      if (state !== undefined) protect(state, outcome, now)
+      return [outcome]
+    }
+    const taken = meter.take(state, time, policy, cost, held)
+    taken.expiry = now + outcome.resetAfter
+    protect(taken, outcome, now)
+    if (held === undefined) this.#insert(key, taken, now)
+    else if (taken !== held) this.#entries.set(key, taken)
+    return [outcome]
   }
 
   /**
