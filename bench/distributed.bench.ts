@@ -16,7 +16,8 @@
  */
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { createLimiter, type Limiter, type Outcome } from '@sluice/core'
+import { createLimiter, type Limiter } from '@sluice/core'
+import type { Outcome } from '@sluice/core/store'
 import { RedisStore, SyncedStore } from '@sluice/redis'
 import { Redis } from 'ioredis'
 import { RateLimiterRedis } from 'rate-limiter-flexible'

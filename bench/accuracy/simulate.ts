@@ -5,7 +5,8 @@
  * memory store runs the real transitions; a store spread over processes (SyncedStore) plugs in
  * the same way, its over-admission adding to the algorithm's own.
  */
-import { MemoryStore, type Outcome, type PolicyInput, type PolicySet, parsePolicies, type Store } from '@sluice/core'
+import { MemoryStore, type PolicyInput, type PolicySet, parsePolicies } from '@sluice/core'
+import type { Outcome, Store } from '@sluice/core/store'
 import type { Trace } from './traces.js'
 
 export interface StoreUnderTest {

@@ -6,8 +6,8 @@ import {
   MemoryStore,
   QUOTA_EXCEEDED,
   SketchStore,
-  type Store,
 } from '@sluice/core'
+import type { Store } from '@sluice/core/store'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { type App, type AppSpec, type Harness, harnesses, type Reply } from './harness.js'
 

@@ -1,6 +1,7 @@
 // onStoreError: 'deny' answers "the store is unavailable" (503), and observe reports what the
 // middleware decided: the same cases against Express, Koa and Hono over real HTTP.
-import { ConfigError, createLimiter, MemoryStore, type ObserveEvent, STORE_UNAVAILABLE, type Store } from '@sluice/core'
+import { ConfigError, createLimiter, MemoryStore, type ObserveEvent, STORE_UNAVAILABLE } from '@sluice/core'
+import type { Store } from '@sluice/core/store'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { type App, type AppSpec, type Harness, harnesses } from './harness.js'
 

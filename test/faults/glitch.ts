@@ -4,7 +4,8 @@
 // 10 s` key spends its quota during the glitch (and one more request is denied); the clock is
 // corrected; how long the key then stays denied (asked once a second), and the Retry-After the
 // first denial after the correction gave. Then 5 000 keys of 100 KB on a MemoryStore: its heap.
-import { type AlgorithmName, createLimiter, MemoryStore, type Store } from '@sluice/core'
+import { type AlgorithmName, createLimiter, MemoryStore } from '@sluice/core'
+import type { Store } from '@sluice/core/store'
 import { RedisStore } from '@sluice/redis'
 import { Redis } from 'ioredis'
 

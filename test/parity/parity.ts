@@ -1,4 +1,5 @@
-import { type Awaitable, type Outcome, type PolicySet, parsePolicies, type Store } from '@sluice/core'
+import { type PolicySet, parsePolicies } from '@sluice/core'
+import type { Awaitable, Outcome, Store } from '@sluice/core/store'
 import type { Trace, TraceStep } from './traces.js'
 
 /** A store under test, reading the trace's clock through `now`. */

@@ -1,4 +1,5 @@
-import { type AlgorithmName, capacityOf, type PolicyOptions, parsePolicy } from '@sluice/core'
+import { type AlgorithmName, type PolicyOptions, parsePolicy } from '@sluice/core'
+import { capacityOf } from '@sluice/core/store'
 import fc from 'fast-check'
 import type { Trace, TraceStep } from './traces.js'
 

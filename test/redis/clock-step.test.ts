@@ -3,7 +3,8 @@
 // clock, so a denial it remembers still ends after its retryAfter, not after the length of the
 // step. The store's own clock glitches an hour forward and is corrected: no algorithm locks a key
 // for the length of the jump, and MemoryStore and RedisStore decide alike throughout.
-import { type AlgorithmName, createLimiter, type Decision, MemoryStore, type Store } from '@sluice/core'
+import { type AlgorithmName, createLimiter, type Decision, MemoryStore } from '@sluice/core'
+import type { Store } from '@sluice/core/store'
 import { RedisStore } from '@sluice/redis'
 import { Redis } from 'ioredis'
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'

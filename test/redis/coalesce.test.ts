@@ -1,4 +1,5 @@
-import { ConfigError, createLimiter, MemoryStore, type Outcome, type PolicySet, parsePolicies } from '@sluice/core'
+import { ConfigError, createLimiter, MemoryStore, type PolicySet, parsePolicies } from '@sluice/core'
+import type { Outcome } from '@sluice/core/store'
 import { type RedisClient, RedisStore } from '@sluice/redis'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'

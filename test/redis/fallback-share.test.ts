@@ -1,7 +1,8 @@
 // A shared store stalls (SIGSTOP on a private redis-server) under four stores that share one
 // limit: with FallbackShare each enforces its share, so the four together admit about the limit
 // while it is away, not four times it; and decisions come back to Redis once it answers.
-import { createLimiter, type Decision, FallbackShare, type Limiter, MemoryStore, type Store } from '@sluice/core'
+import { createLimiter, type Decision, FallbackShare, type Limiter, MemoryStore } from '@sluice/core'
+import type { Store } from '@sluice/core/store'
 import { FleetSize, RedisStore } from '@sluice/redis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { CLIENTS, type TestClient } from '../support/clients.js'

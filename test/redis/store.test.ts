@@ -1,4 +1,5 @@
-import { type ObserveEvent, type Outcome, parsePolicies, type SyncEvent } from '@sluice/core'
+import { type ObserveEvent, parsePolicies, type SyncEvent } from '@sluice/core'
+import type { Outcome } from '@sluice/core/store'
 import { RedisStore, SyncedStore } from '@sluice/redis'
 import { Redis } from 'ioredis'
 import { createClient, RESP_TYPES } from 'redis'

@@ -9,7 +9,8 @@
  * Args: one JSON object: url, store ('redis' | 'synced'), prefix, limit and window (ms), interval.
  */
 import { createInterface } from 'node:readline'
-import { type Outcome, parsePolicies, type Store } from '@sluice/core'
+import { parsePolicies } from '@sluice/core'
+import type { Outcome, Store } from '@sluice/core/store'
 import { RedisStore, SyncedStore } from '@sluice/redis'
 import { Redis } from 'ioredis'
 

@@ -1,4 +1,5 @@
-import { type Outcome, parsePolicies } from '@sluice/core'
+import { parsePolicies } from '@sluice/core'
+import type { Outcome } from '@sluice/core/store'
 import { SyncedStore } from '@sluice/redis'
 import { Cluster, Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'

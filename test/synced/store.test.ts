@@ -1,5 +1,6 @@
-import { ConfigError, createLimiter, type Outcome, parsePolicies, StoreFullError, type SyncEvent } from '@sluice/core'
+import { ConfigError, createLimiter, parsePolicies, StoreFullError, type SyncEvent } from '@sluice/core'
 import { isThenable } from '@sluice/core/adapter'
+import type { Outcome } from '@sluice/core/store'
 import { type RedisClient, SyncedStore } from '@sluice/redis'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'

@@ -1,7 +1,8 @@
 // RateLimiterObject in Node, on a storage of our own with no input gate: the object's own logic
 // must keep a key's decisions in order. The workerd tests (test/edge/durable-object.test.ts) run
 // it on the real runtime.
-import { type Outcome, parsePolicies } from '@sluice/core'
+import { parsePolicies } from '@sluice/core'
+import type { Outcome } from '@sluice/core/store'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { FakeStorage } from './fake-storage.test-util.js'
 import { RateLimiterObject } from './object.js'

@@ -1,13 +1,5 @@
-import {
-  type AlgorithmState,
-  blockState,
-  evaluate,
-  type Policy,
-  peekOutcome,
-  penalize,
-  refund,
-  step,
-} from '@sluice/core'
+import type { Policy } from '@sluice/core'
+import { type AlgorithmState, blockState, evaluate, peekOutcome, penalize, refund, step } from '@sluice/core/store'
 import { type LimiterRequest, type LimiterResponse, parseRequest } from './protocol.js'
 import type { DurableObjectStateLike, DurableObjectStorageLike } from './types.js'
 

@@ -1,4 +1,5 @@
-import type { Outcome, Policy } from '@sluice/core'
+import type { Policy } from '@sluice/core'
+import type { Outcome } from '@sluice/core/store'
 
 /**
  * One call from a `DurableObjectStore` to a `RateLimiterObject`: a JSON body POSTed to the

@@ -1,4 +1,5 @@
-import { assertKnownOptions, ConfigError, type Outcome, type PolicySet, type Store } from '@sluice/core'
+import { ConfigError, type PolicySet } from '@sluice/core'
+import { assertKnownOptions, type Outcome, type Store } from '@sluice/core/store'
 import { type LimiterRequest, type LimiterResponse, PROTOCOL_URL } from './protocol.js'
 import { shardOf } from './shard.js'
 import type { DurableObjectLocationHint, DurableObjectNamespaceLike } from './types.js'

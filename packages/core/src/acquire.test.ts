@@ -2,8 +2,8 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { unhandledRejections } from '../../../test/support/unhandled.js'
 import { ConfigError } from './errors.js'
 import { createLimiter } from './limiter.js'
-import { MemoryStore } from './memory-store.js'
 import type { Store } from './store.js'
+import { MemoryStore } from './stores/memory-store.js'
 
 // Fake timers move Date.now and setTimeout together: the store's clock is Date.now, and
 // acquire sleeps with setTimeout, so every wait below is exact and takes no real time.

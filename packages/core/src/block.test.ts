@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { createLimiter } from './limiter.js'
-import { MemoryStore } from './memory-store.js'
 import { ALGORITHMS } from './policy.js'
+import { MemoryStore } from './stores/memory-store.js'
 
 /** Issue 13: blockFor, rate-limiter-flexible's blockDuration. */
 describe('blockFor', () => {

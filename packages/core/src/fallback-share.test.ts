@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { ConfigError } from './errors.js'
 import { FallbackShare } from './fallback-share.js'
 import { createLimiter } from './limiter.js'
-import { MemoryStore } from './memory-store.js'
+import { MemoryStore } from './stores/memory-store.js'
 
 const admittedOf = async (limiter: ReturnType<typeof createLimiter>, key: string, requests: number) => {
   let admitted = 0

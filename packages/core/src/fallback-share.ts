@@ -1,8 +1,8 @@
 import type { Outcome } from './algorithms/index.js'
 import { ConfigError } from './errors.js'
-import { MemoryStore } from './memory-store.js'
 import { type Policy, type PolicySet, policySetOf } from './policy.js'
 import type { Awaitable, Store } from './store.js'
+import { MemoryStore } from './stores/memory-store.js'
 
 /** Options of `FallbackShare`. */
 export interface FallbackShareOptions {

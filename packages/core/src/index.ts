@@ -1,22 +1,26 @@
+/**
+ * `@sluice/core`: what an application uses. A store's author finds the store contract and the
+ * algorithms' transitions in `@sluice/core/store`; a framework adapter's, the request planners in
+ * `@sluice/core/adapter`.
+ */
 export type { AcquireOptions } from './acquire.js'
-export * from './admission/index.js'
-export * from './algorithms/index.js'
+export type { ActiveClientsOptions } from './admission/active-clients.js'
+export { ActiveClients } from './admission/active-clients.js'
+export { maxAdmittedInWindow, slidingWindowBoundFor } from './algorithms/bounds.js'
 export type { BreakerOptions } from './breaker.js'
 export { BreakerOpenError } from './breaker.js'
 export type { Decision, DecisionSource, PolicyDecision } from './decision.js'
-export { toDecision } from './decision.js'
 export type { DurationUnit } from './duration.js'
-export { parseDurationString, toMilliseconds } from './duration.js'
 export { ConfigError, StoreFullError, StoreTimeoutError } from './errors.js'
 export type { FallbackShareOptions } from './fallback-share.js'
 export { FallbackShare } from './fallback-share.js'
-export * from './http/index.js'
-export type { OptionHint } from './known-options.js'
-export { assertKnownOptions, FOREIGN_OPTION_HINTS } from './known-options.js'
+export type { AdmissionEvent } from './http/admission.js'
+export { THROTTLING_MODE } from './http/admission.js'
+export { ClientAddressError, ipKey } from './http/client-ip.js'
+export { QUOTA_EXCEEDED, STORE_UNAVAILABLE, TEMPORARY_REDUCED_CAPACITY } from './http/problem.js'
+export type { RequestKey } from './http/request-key.js'
 export type { ConsumeOptions, Limiter, LimiterOptions, RefundOptions } from './limiter.js'
-export { createLimiter, LIMITER_OPTION_NAMES } from './limiter.js'
-export type { MemoryStoreOptions } from './memory-store.js'
-export { MEMORY_STORE_OPTION_NAMES, MemoryStore } from './memory-store.js'
+export { createLimiter } from './limiter.js'
 export type {
   BreakerCloseEvent,
   BreakerOpenEvent,
@@ -27,7 +31,6 @@ export type {
   StoreErrorEvent,
   SyncEvent,
 } from './observe.js'
-export { containObserve } from './observe.js'
 export type {
   AlgorithmName,
   CheckedLimits,
@@ -39,17 +42,15 @@ export type {
   PolicySet,
   ShorthandPolicy,
 } from './policy.js'
-export {
-  ALGORITHMS,
-  capacityOf,
-  formatDuration,
-  MAX_HEADER_INTEGER,
-  MAX_PRECISION,
-  MAX_SLIDING_LOG_LIMIT,
-  parsePolicies,
-  parsePolicy,
-  policySetOf,
-} from './policy.js'
-export * from './sketch/index.js'
-export type { Awaitable, Evaluation, Store } from './store.js'
-export { evaluate } from './store.js'
+export { ALGORITHMS, MAX_PRECISION, MAX_SLIDING_LOG_LIMIT, parsePolicies, parsePolicy } from './policy.js'
+export { CountMinSketch } from './sketch/count-min.js'
+export type { InflightGuard } from './sketch/inflight.js'
+export { InflightCounter, SketchInflightCounter } from './sketch/inflight.js'
+export type { RateEstimatorOptions } from './sketch/rate-estimator.js'
+export { RateEstimator } from './sketch/rate-estimator.js'
+export type { FilteredStoreOptions } from './stores/filtered-store.js'
+export { FilteredStore } from './stores/filtered-store.js'
+export type { MemoryStoreOptions } from './stores/memory-store.js'
+export { MemoryStore } from './stores/memory-store.js'
+export type { SketchStoreOptions } from './stores/sketch-store.js'
+export { SketchStore } from './stores/sketch-store.js'

@@ -5,8 +5,8 @@ import { ConfigError } from './errors.js'
 import type { Adapter } from './http/options.js'
 import { createRateLimitHandler } from './http/rate-limit.js'
 import { createLimiter, type LimiterOptions } from './limiter.js'
-import { MemoryStore, type MemoryStoreOptions } from './memory-store.js'
 import { parsePolicy } from './policy.js'
+import { MemoryStore, type MemoryStoreOptions } from './stores/memory-store.js'
 
 function configError(fn: () => unknown): ConfigError {
   try {

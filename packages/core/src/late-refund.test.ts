@@ -3,8 +3,8 @@ import { refund, type SlidingWindowState, step } from './algorithms/index.js'
 import type { Adapter } from './http/options.js'
 import { createRateLimitHandler } from './http/rate-limit.js'
 import { createLimiter } from './limiter.js'
-import { MemoryStore } from './memory-store.js'
 import { parsePolicy } from './policy.js'
+import { MemoryStore } from './stores/memory-store.js'
 
 /** Issue 13, defect 1: a refund must never give back into a window later than its admission. */
 describe('a late refund gives back only into the window of its admission', () => {

@@ -3,10 +3,10 @@ import { unhandledRejections } from '../../../test/support/unhandled.js'
 import type { Outcome } from './algorithms/index.js'
 import { ConfigError, StoreFullError, StoreTimeoutError } from './errors.js'
 import { consumeNowOf, createLimiter, type Limiter } from './limiter.js'
-import { MemoryStore } from './memory-store.js'
-import { FilteredStore } from './sketch/filtered-store.js'
-import { SketchStore } from './sketch/sketch-store.js'
-import { isThenable, type Store } from './store.js'
+import { FilteredStore } from './stores/filtered-store.js'
+import { MemoryStore } from './stores/memory-store.js'
+import { SketchStore } from './stores/sketch-store.js'
+import { isThenable, type Store } from './stores/store.js'
 
 function clockedStore() {
   const clock = { now: 1_000_000 }

@@ -2,11 +2,10 @@ import { type AcquireOptions, acquirer } from './acquire.js'
 import type { Outcome } from './algorithms/index.js'
 import { type BreakerOptions, breakerOf } from './breaker.js'
 import { Deadlines } from './deadlines.js'
-import { type Decision, type DecisionSource, decisionOf, type PolicyDecision, toDecision } from './decision.js'
+import { type Decision, type DecisionSource, toDecision } from './decision.js'
 import { toMilliseconds } from './duration.js'
 import { ConfigError } from './errors.js'
 import { assertKnownOptions } from './known-options.js'
-import { consumeEntries, MemoryStore } from './memory-store.js'
 import { containObserve, describeError, type Observe } from './observe.js'
 import {
   type CheckedLimits,
@@ -19,8 +18,9 @@ import {
   supportsShaping,
   withMaxDelay,
 } from './policy.js'
-import { type Awaitable, andThen, isThenable, type Store } from './store.js'
 import { storedKey } from './stored-key.js'
+import { MemoryStore } from './stores/memory-store.js'
+import { type Awaitable, andThen, isThenable, type Store } from './stores/store.js'
 
 /** Options of `createLimiter`. */
 export interface LimiterOptions {
@@ -129,9 +129,6 @@ export const LIMITER_OPTION_NAMES: readonly (keyof LimiterOptions)[] = [
   'breaker',
   'observe',
 ]
-
-/** A MemoryStore's own `consume`: a store that has it (not a subclass's or a spy's) is asked through `consumeEntries`. */
-const memoryConsume = MemoryStore.prototype.consume
 
 /** The cost that stands for a peek inside the limiter (a consume's cost is at least 1). */
 const PEEK = 0
@@ -244,11 +241,9 @@ export function createLimiter<const L extends LimiterOptions['limits'] = Limiter
       if (!breaker.tryProbe()) return onFailure(key, cost, breaker.openError(), true)
       probe = true
     }
-    // A MemoryStore makes each outcome as its Decision entry: no copy per policy.
-    const entries = cost !== PEEK && store.consume === memoryConsume
     let answer: Awaitable<readonly Outcome[]>
     try {
-      answer = entries ? consumeEntries(store as MemoryStore, stored(key), set, cost) : ask(store, key, cost)
+      answer = ask(store, key, cost)
     } catch (error) {
       const decided = onFailure(key, cost, error)
       if (probe) countFailure(probe, error)
@@ -256,9 +251,7 @@ export function createLimiter<const L extends LimiterOptions['limits'] = Limiter
     }
     if (!isThenable(answer)) {
       if (failing || probe) recovered(probe)
-      return entries
-        ? decisionOf(key, answer as readonly PolicyDecision[], 'store')
-        : toDecision(key, policies, answer, 'store')
+      return toDecision(key, policies, answer, 'store')
     }
     return (settle(answer, deadlines) as Promise<readonly Outcome[]>).then(
       (outcomes) => {

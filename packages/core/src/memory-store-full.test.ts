@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, type MockInstance, vi } from 'vitest'
 import { createLimiter } from './limiter.js'
-import { MemoryStore } from './memory-store.js'
+import { MemoryStore } from './stores/memory-store.js'
 
 describe('a MemoryStore full of limited keys', () => {
   let warn: MockInstance<typeof console.warn>

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { Adapter } from './http/options.js'
 import { createRateLimitHandler } from './http/rate-limit.js'
 import { createLimiter } from './limiter.js'
-import { MemoryStore } from './memory-store.js'
+import { MemoryStore } from './stores/memory-store.js'
 
 type Args = [request: { ip: string }]
 const adapter: Adapter<Args> = { name: '@sluice/test', addressSource: 'ip', address: (r) => r.ip, status: () => 200 }

@@ -2,8 +2,8 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { unhandledRejections } from '../../../test/support/unhandled.js'
 import { ConfigError } from './errors.js'
 import { createLimiter } from './limiter.js'
-import { MemoryStore } from './memory-store.js'
 import { containObserve, type ObserveEvent } from './observe.js'
+import { MemoryStore } from './stores/memory-store.js'
 
 describe('observe on createLimiter', () => {
   const { seen: unhandled, watch, unwatch } = unhandledRejections()

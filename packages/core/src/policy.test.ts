@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { ConfigError } from './errors.js'
 import { createLimiter } from './limiter.js'
-import { MemoryStore } from './memory-store.js'
 import { capacityOf, formatDuration, parsePolicies, parsePolicy } from './policy.js'
+import { MemoryStore } from './stores/memory-store.js'
 
 describe('shorthand policies', () => {
   it.each([

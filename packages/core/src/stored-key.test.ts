@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { createLimiter } from './limiter.js'
-import { MemoryStore } from './memory-store.js'
 import { parsePolicies } from './policy.js'
 import { MAX_KEY_LENGTH, storedKey } from './stored-key.js'
+import { MemoryStore } from './stores/memory-store.js'
 
 describe('storedKey', () => {
   it('keeps keys up to the maximum as they are', () => {

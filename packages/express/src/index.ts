@@ -1,15 +1,12 @@
+import type { ActiveClients, CheckedLimits, Decision, Limiter } from '@sluice/core'
 import type {
-  ActiveClients,
   AdmissionState,
-  CheckedLimits,
   ConcurrencyInfo,
   AdmissionControlOptions as CoreAdmissionOptions,
   ConcurrencyLimitOptions as CoreConcurrencyOptions,
   RateLimitOptions as CoreRateLimitOptions,
-  Decision,
   HeaderEntry,
-  Limiter,
-} from '@sluice/core'
+} from '@sluice/core/adapter'
 import {
   type Adapter,
   type AdmissionPlan,
@@ -62,9 +59,9 @@ export type RateLimitOptions = CoreRateLimitOptions<Args, unknown>
 export type ConcurrencyLimitOptions = CoreConcurrencyOptions<Args, unknown>
 /** `admissionControl()` options: `maxActive`, `window`, `slots`, `key`, `sync`, `statusCode`, …. */
 export type AdmissionControlOptions = CoreAdmissionOptions<Args, unknown>
-export type { AdmissionInfo } from '@sluice/core'
 /** Groups an address the way the default key does, for custom keys that fall back to the IP. */
 export { ipKey } from '@sluice/core'
+export type { AdmissionInfo } from '@sluice/core/adapter'
 export type { AdmissionState, ConcurrencyInfo, Decision }
 
 /** What `rateLimit()` returns: an Express handler that also exposes its limiter. */

@@ -1,26 +1,20 @@
+import { type ActiveClients, type CheckedLimits, ConfigError, type Decision, type Limiter } from '@sluice/core'
 import {
-  type ActiveClients,
+  type Adapter,
   type AdmissionState,
-  type CheckedLimits,
   type ConcurrencyInfo,
-  ConfigError,
   type AdmissionControlOptions as CoreAdmissionOptions,
   type ConcurrencyLimitOptions as CoreConcurrencyOptions,
   type RateLimitOptions as CoreRateLimitOptions,
-  type Decision,
-  type HeaderEntry,
-  type Limiter,
-  type ResponseBody,
-} from '@sluice/core'
-import {
-  type Adapter,
   createAdmissionHandler,
   createConcurrencyHandler,
   createRateLimitHandler,
   type DenyPlan,
+  type HeaderEntry,
   isThenable,
   lowerCaseName,
   onStreamDone,
+  type ResponseBody,
 } from '@sluice/core/adapter'
 import type { Context, MiddlewareHandler } from 'hono'
 import type { GetConnInfo } from 'hono/conninfo'
@@ -41,9 +35,9 @@ export type RateLimitOptions = CoreRateLimitOptions<Args, Awaitable<Response>> &
 export type ConcurrencyLimitOptions = CoreConcurrencyOptions<Args, Awaitable<Response>> & AddressOptions
 /** `admissionControl()` options: `maxActive`, `window`, `slots`, `key`, `sync`, `statusCode`, …, plus `getConnInfo`. */
 export type AdmissionControlOptions = CoreAdmissionOptions<Args, Awaitable<Response>> & AddressOptions
-export type { AdmissionInfo } from '@sluice/core'
 /** Groups an address the way the default key does, for custom keys that fall back to the IP. */
 export { ipKey } from '@sluice/core'
+export type { AdmissionInfo } from '@sluice/core/adapter'
 export type { AdmissionState, ConcurrencyInfo, Decision }
 
 /**

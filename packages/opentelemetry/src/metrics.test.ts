@@ -7,7 +7,8 @@ import {
   MeterProvider,
   PeriodicExportingMetricReader,
 } from '@opentelemetry/sdk-metrics'
-import { ConfigError, createLimiter, MemoryStore, type Store } from '@sluice/core'
+import { ConfigError, createLimiter, MemoryStore } from '@sluice/core'
+import type { Store } from '@sluice/core/store'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { metrics } from './index.js'
 

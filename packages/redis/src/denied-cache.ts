@@ -1,4 +1,5 @@
-import type { Outcome, Policy } from '@sluice/core'
+import type { Policy } from '@sluice/core'
+import type { Outcome } from '@sluice/core/store'
 
 interface Entry {
   /** Local clock when Redis denied the request. */

@@ -1,11 +1,5 @@
-import {
-  type AlgorithmName,
-  assertKnownOptions,
-  ConfigError,
-  type Outcome,
-  type PolicySet,
-  type Store,
-} from '@sluice/core'
+import { type AlgorithmName, ConfigError, type PolicySet } from '@sluice/core'
+import { assertKnownOptions, type Outcome, type Store } from '@sluice/core/store'
 import { type RedisClient, run, type ScriptClient, script, scriptClient } from './client.js'
 import { DeniedCache } from './denied-cache.js'
 import { hashTag } from './keys.js'

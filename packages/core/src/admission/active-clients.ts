@@ -1,6 +1,6 @@
 import { toMilliseconds } from '../duration.js'
 import { ConfigError } from '../errors.js'
-import { bloomShape, estimateCount, popcount32, positionsOf } from './bloom.js'
+import { bloomShape, estimateCount, popcount32, positionsOf } from '../sketch/bloom.js'
 
 /** How an `ActiveClients` ring is sized and clocked. */
 export interface ActiveClientsOptions {

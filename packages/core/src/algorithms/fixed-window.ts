@@ -22,20 +22,14 @@ export const fixedWindow: Transition<FixedWindowState> = (state, now, policy, co
 }
 
 /** The fixed window's outcome (see `fixedWindow`), changing nothing. */
-function decideFixedWindow(
-  state: FixedWindowState | undefined,
-  now: number,
-  policy: Policy,
-  cost: number,
-  label?: Policy,
-): Outcome {
+function decideFixedWindow(state: FixedWindowState | undefined, now: number, policy: Policy, cost: number): Outcome {
   const { limit, window } = policy
   const start = alignedStart(now, window, state?.start)
   const count = state !== undefined && state.start === start ? state.count : 0
   const windowLeft = start + window - now
-  if (count + cost > limit) return denied(Math.max(0, limit - count), windowLeft, windowLeft, label)
+  if (count + cost > limit) return denied(Math.max(0, limit - count), windowLeft, windowLeft)
   const next = count + cost
-  return admitted(limit - next, next === 0 ? 0 : windowLeft, 0, next === limit ? windowLeft : undefined, label)
+  return admitted(limit - next, next === 0 ? 0 : windowLeft, 0, next === limit ? windowLeft : undefined)
 }
 
 /** The fixed window on a state kept and changed in place (see `Meter`). */
@@ -44,7 +38,7 @@ export const fixedWindowMeter: Meter<Mutable<FixedWindowState> & Kept> = {
   take(live, now, { window }, cost, spare) {
     const start = alignedStart(now, window, live?.start)
     const state = live ?? spare
-    if (state === undefined) return { start, count: cost, expiry: 0, next: undefined }
+    if (state === undefined) return { start, count: cost, expiry: 0, protectedUntil: 0 }
     state.count = live !== undefined && live.start === start ? live.count + cost : cost
     state.start = start
     return state
@@ -54,7 +48,7 @@ export const fixedWindowMeter: Meter<Mutable<FixedWindowState> & Kept> = {
     start: (state as FixedWindowState).start,
     count: (state as FixedWindowState).count,
     expiry: 0,
-    next: undefined,
+    protectedUntil: 0,
   }),
 }
 

@@ -47,7 +47,7 @@ function backlogOf(state: GcraState | undefined, now: number, { limit, window, b
 }
 
 /** GCRA's outcome (see `gcra`), changing nothing. */
-function decideGcra(state: GcraState | undefined, now: number, policy: Policy, cost: number, label?: Policy): Outcome {
+function decideGcra(state: GcraState | undefined, now: number, policy: Policy, cost: number): Outcome {
   const { limit, window, burst, maxDelay } = policy
   const interval = window / limit
   const tolerance = interval * burst
@@ -59,7 +59,6 @@ function decideGcra(state: GcraState | undefined, now: number, policy: Policy, c
       floorUnits((tolerance - backlog) / interval),
       ceilMs(backlog),
       ceilMs(nextBacklog - tolerance - maxDelay),
-      label,
     )
   }
   const remaining = floorUnits((tolerance - nextBacklog) / interval)
@@ -68,7 +67,6 @@ function decideGcra(state: GcraState | undefined, now: number, policy: Policy, c
     ceilMs(nextBacklog),
     ceilMs(nextBacklog - tolerance),
     remaining === 0 ? Math.max(1, ceilMs(nextBacklog + interval - tolerance)) : undefined,
-    label,
   )
 }
 
@@ -78,12 +76,12 @@ export const gcraMeter: Meter<Mutable<GcraState> & Kept> = {
   take(live, now, policy, cost, spare) {
     const tat = tatAfter(live, now, policy, cost)
     const state = live ?? spare
-    if (state === undefined) return { tat, expiry: 0, next: undefined }
+    if (state === undefined) return { tat, expiry: 0, protectedUntil: 0 }
     state.tat = tat
     return state
   },
   toState: (state) => state,
-  fromState: (state) => ({ tat: (state as GcraState).tat, expiry: 0, next: undefined }),
+  fromState: (state) => ({ tat: (state as GcraState).tat, expiry: 0, protectedUntil: 0 }),
 }
 
 /**

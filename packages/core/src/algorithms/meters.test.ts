@@ -34,6 +34,7 @@ function plain(algorithm: AlgorithmName, state: AlgorithmState, policy: Policy):
   const meter = meters[algorithm]
   const {
     expiry: _e,
+    protectedUntil: _p,
     total: _t,
     head: _h,
     used: _u,

@@ -1,4 +1,3 @@
-import type { PolicyDecision } from '../decision.js'
 import type { Policy } from '../policy.js'
 
 /** What one policy says about one request. Times are whole milliseconds from now. */
@@ -80,54 +79,12 @@ export function alignedStart(now: number, size: number, known: number | undefine
   return known !== undefined && now >= known && now - known < size ? known : now - (now % size)
 }
 
-/**
- * `label`: the outcome's policy, when the outcome is to be a Decision's entry for it (see
- * `labelled`): made in that shape at once rather than copied into it afterwards.
- */
-export function admitted(
-  remaining: number,
-  resetAfter: number,
-  delay = 0,
-  nextAfter?: number,
-  label?: Policy,
-): Outcome {
-  return label === undefined
-    ? { allowed: true, remaining, resetAfter, retryAfter: 0, delay, nextAfter }
-    : labelled(label, true, remaining, resetAfter, 0, delay, nextAfter)
+export function admitted(remaining: number, resetAfter: number, delay = 0, nextAfter?: number): Outcome {
+  return { allowed: true, remaining, resetAfter, retryAfter: 0, delay, nextAfter }
 }
 
-export function denied(remaining: number, resetAfter: number, retryAfter: number, label?: Policy): Outcome {
-  const wait = Math.max(retryAfter, 1)
-  return label === undefined
-    ? { allowed: false, remaining, resetAfter, retryAfter: wait, delay: 0 }
-    : labelled(label, false, remaining, resetAfter, wait, 0, undefined)
-}
-
-/**
- * A policy's outcome as a Decision's entry for it. The one place such an entry is made, so every
- * entry has the same shape (fields in this order), whether a meter made it or `toDecision`.
- */
-export function labelled(
-  policy: Policy,
-  allowed: boolean,
-  remaining: number,
-  resetAfter: number,
-  retryAfter: number,
-  delay: number,
-  nextAfter: number | undefined,
-): PolicyDecision {
-  return {
-    name: policy.name,
-    algorithm: policy.algorithm,
-    limit: policy.limit,
-    window: policy.window,
-    allowed,
-    remaining,
-    resetAfter,
-    retryAfter,
-    delay,
-    nextAfter,
-  }
+export function denied(remaining: number, resetAfter: number, retryAfter: number): Outcome {
+  return { allowed: false, remaining, resetAfter, retryAfter: Math.max(retryAfter, 1), delay: 0 }
 }
 
 /**

@@ -94,13 +94,7 @@ function firstLive(times: readonly number[], from: number, expired: number): num
 }
 
 /** The sliding log's outcome (see `slidingLog`), changing nothing; O(1) amortised on a meter's deque. */
-function decideSlidingLog(
-  state: LogView | undefined,
-  now: number,
-  policy: Policy,
-  cost: number,
-  label?: Policy,
-): Outcome {
+function decideSlidingLog(state: LogView | undefined, now: number, policy: Policy, cost: number): Outcome {
   const { limit, window } = policy
   const times = state?.times ?? NONE
   const costs = state === undefined ? NONE : state.costs
@@ -120,14 +114,14 @@ function decideSlidingLog(
     let i = first
     while (excess > 0) excess -= costAt(costs, i++)
     const leaves = (times[i - 1] as number) + window - now
-    return denied(Math.max(0, limit - used), (newest as number) + window - now, leaves, label)
+    return denied(Math.max(0, limit - used), (newest as number) + window - now, leaves)
   }
   if (cost === 0) {
     const nextAfter = used === limit ? leavingAfter(times, costs, first, window, now) : undefined
-    return admitted(limit - used, newest === undefined ? 0 : newest + window - now, 0, nextAfter, label)
+    return admitted(limit - used, newest === undefined ? 0 : newest + window - now, 0, nextAfter)
   }
   const nextAfter = used + cost === limit ? leavingAfter(times, costs, first, window, now) : undefined
-  return admitted(limit - used - cost, window, 0, nextAfter, label)
+  return admitted(limit - used - cost, window, 0, nextAfter)
 }
 
 const NONE: readonly number[] = []
@@ -153,20 +147,20 @@ function leavingAfter(
  * The outcome `decideSlidingLog` gives for a log of one entry, at `time` with cost `held`: the
  * same arithmetic on the same values, without its loops.
  */
-function decideOne(time: number, held: number, now: number, policy: Policy, cost: number, label?: Policy): Outcome {
+function decideOne(time: number, held: number, now: number, policy: Policy, cost: number): Outcome {
   const { limit, window } = policy
-  if (time <= now - window) return decideSlidingLog(undefined, now, policy, cost, label)
+  if (time <= now - window) return decideSlidingLog(undefined, now, policy, cost)
   if (held + cost > limit) {
     // The excess left after this entry leaves: more than the log holds gives no time (as the loop).
     const leaves = held + cost - limit - held > 0 ? Number.NaN : time + window - now
-    return denied(Math.max(0, limit - held), time + window - now, leaves, label)
+    return denied(Math.max(0, limit - held), time + window - now, leaves)
   }
   // `held` is 0 only after a store's consume of cost 0; then the unit freed is the one admitted now.
   const leaving = Math.max(1, (1 - held > 0 ? now : time) + window - now)
   if (cost === 0) {
-    return admitted(limit - held, time + window - now, 0, held === limit ? leaving : undefined, label)
+    return admitted(limit - held, time + window - now, 0, held === limit ? leaving : undefined)
   }
-  return admitted(limit - held - cost, window, 0, held + cost === limit ? leaving : undefined, label)
+  return admitted(limit - held - cost, window, 0, held + cost === limit ? leaving : undefined)
 }
 
 /**
@@ -179,7 +173,7 @@ function decideOne(time: number, held: number, now: number, policy: Policy, cost
  * where a store calls them (twice each for two policies).
  */
 export const slidingLogMeter: Meter<SlidingLogDeque> = {
-  decide(state, now, policy, cost, label) {
+  decide(state, now, policy, cost) {
     // The common case, nothing leaving and room to spare, needs only `used`: the newest entry (a
     // line of the log that the admission writes but need not wait for) is not read.
     if (
@@ -189,9 +183,9 @@ export const slidingLogMeter: Meter<SlidingLogDeque> = {
       state.used + cost < policy.limit &&
       oldestStays(state, now - policy.window)
     ) {
-      return admitted(policy.limit - state.used - cost, policy.window, 0, undefined, label)
+      return admitted(policy.limit - state.used - cost, policy.window, 0, undefined)
     }
-    return decideKept(state, now, policy, cost, label)
+    return decideKept(state, now, policy, cost)
   },
   take(live, now, { window }, cost, spare) {
     // The common case, a unit on a log of units: one push, once what left the window is dropped.
@@ -214,11 +208,11 @@ export const slidingLogMeter: Meter<SlidingLogDeque> = {
   fromState(state) {
     const { times, costs } = state as SlidingLogState
     if (times.length === 1) {
-      return { times: times[0] as number, used: costs[0] as number, expiry: 0, next: undefined }
+      return { times: times[0] as number, used: costs[0] as number, expiry: 0, protectedUntil: 0 }
     }
     let used = 0
     for (const cost of costs) used += cost
-    return { times: times.slice(), costs: costs.slice(), head: 0, used, expiry: 0, next: undefined }
+    return { times: times.slice(), costs: costs.slice(), head: 0, used, expiry: 0, protectedUntil: 0 }
   },
 }
 
@@ -228,15 +222,9 @@ function oldestStays(state: LogArrays, expired: number): boolean {
 }
 
 /** `decide` on any kept log (or none). */
-function decideKept(
-  state: SlidingLogDeque | undefined,
-  now: number,
-  policy: Policy,
-  cost: number,
-  label?: Policy,
-): Outcome {
-  if (state !== undefined && isOne(state)) return decideOne(state.times, state.used, now, policy, cost, label)
-  return decideSlidingLog(state, now, policy, cost, label)
+function decideKept(state: SlidingLogDeque | undefined, now: number, policy: Policy, cost: number): Outcome {
+  if (state !== undefined && isOne(state)) return decideOne(state.times, state.used, now, policy, cost)
+  return decideSlidingLog(state, now, policy, cost)
 }
 
 /** `take` on any kept log (or none). */
@@ -257,7 +245,7 @@ function takeKept(
  * garbage.
  */
 function takeAfresh(spare: SlidingLogDeque | undefined, now: number, window: number, cost: number): SlidingLogDeque {
-  if (spare === undefined) return { times: now, used: cost, expiry: 0, next: undefined }
+  if (spare === undefined) return { times: now, used: cost, expiry: 0, protectedUntil: 0 }
   if (isOne(spare)) {
     spare.times = now
     spare.used = cost
@@ -363,10 +351,10 @@ function takeOne(state: OneEntry, now: number, window: number, cost: number): Sl
   // key's arrays get the capacity they had (a literal of two would grow to more).
   const times = [time]
   times.push(now)
-  if (units) return { times, costs: undefined, head: 0, used: 2, expiry: 0, next: undefined }
+  if (units) return { times, costs: undefined, head: 0, used: 2, expiry: 0, protectedUntil: 0 }
   const costs = [held]
   costs.push(cost)
-  return { times, costs, head: 0, used: held + cost, expiry: 0, next: undefined }
+  return { times, costs, head: 0, used: held + cost, expiry: 0, protectedUntil: 0 }
 }
 
 /**

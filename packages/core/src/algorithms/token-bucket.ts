@@ -34,13 +34,7 @@ function tokensAt(state: TokenBucketState | undefined, now: number, { limit, win
 }
 
 /** The token bucket's outcome (see `tokenBucket`), changing nothing. */
-function decideTokenBucket(
-  state: TokenBucketState | undefined,
-  now: number,
-  policy: Policy,
-  cost: number,
-  label?: Policy,
-): Outcome {
+function decideTokenBucket(state: TokenBucketState | undefined, now: number, policy: Policy, cost: number): Outcome {
   const { limit, window, burst, maxDelay } = policy
   const capacity = burst * window
   const tokens = tokensAt(state, now, policy)
@@ -49,7 +43,7 @@ function decideTokenBucket(
 
   if (next < -debtAllowed) {
     const waitForTokens = ceilMs((-next - debtAllowed) / limit)
-    return denied(Math.max(0, Math.floor(tokens / window)), ceilMs((capacity - tokens) / limit), waitForTokens, label)
+    return denied(Math.max(0, Math.floor(tokens / window)), ceilMs((capacity - tokens) / limit), waitForTokens)
   }
   const remaining = Math.max(0, Math.floor(next / window))
   return admitted(
@@ -57,7 +51,6 @@ function decideTokenBucket(
     ceilMs((capacity - next) / limit),
     next < 0 ? ceilMs(-next / limit) : 0,
     remaining === 0 ? Math.max(1, ceilMs((window - next) / limit)) : undefined,
-    label,
   )
 }
 
@@ -67,7 +60,7 @@ export const tokenBucketMeter: Meter<Mutable<TokenBucketState> & Kept> = {
   take(live, now, policy, cost, spare) {
     const tokens = tokensAt(live, now, policy) - cost * policy.window
     const state = live ?? spare
-    if (state === undefined) return { tokens, updated: now, expiry: 0, next: undefined }
+    if (state === undefined) return { tokens, updated: now, expiry: 0, protectedUntil: 0 }
     state.tokens = tokens
     state.updated = now
     return state
@@ -77,7 +70,7 @@ export const tokenBucketMeter: Meter<Mutable<TokenBucketState> & Kept> = {
     tokens: (state as TokenBucketState).tokens,
     updated: (state as TokenBucketState).updated,
     expiry: 0,
-    next: undefined,
+    protectedUntil: 0,
   }),
 }
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { ConfigError } from '../errors.js'
 import { createLimiter } from '../limiter.js'
-import { MemoryStore } from '../memory-store.js'
 import { MAX_HEADER_INTEGER, parsePolicy } from '../policy.js'
+import { MemoryStore } from '../stores/memory-store.js'
 import { createConcurrencyHandler } from './concurrency.js'
 import { rateLimitHeaders } from './headers.js'
 

@@ -2,7 +2,7 @@ import { ConfigError } from '../errors.js'
 
 export { assertKnownOptions } from '../known-options.js'
 
-import { type Awaitable, isThenable } from '../store.js'
+import { type Awaitable, isThenable } from '../stores/store.js'
 import { ClientAddressError, ipKey, ipv6SubnetOption } from './client-ip.js'
 import { type ProxySetup, proxyCheck } from './proxy-check.js'
 import { keyText, type RequestKey, unusableKeyMessage } from './request-key.js'

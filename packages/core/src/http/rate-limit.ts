@@ -9,7 +9,7 @@ import {
   sharedPolicyOf,
 } from '../limiter.js'
 import { capacityOf } from '../policy.js'
-import { type Awaitable, andThen, isThenable } from '../store.js'
+import { type Awaitable, andThen, isThenable } from '../stores/store.js'
 import {
   type HeaderEntry,
   type HeaderMode,

@@ -1,6 +1,6 @@
 import { type AlgorithmState, type Outcome, peekOutcome } from '../algorithms/index.js'
 import { ALGORITHMS, type PolicyInput, parsePolicies } from '../policy.js'
-import { evaluate, type Store } from '../store.js'
+import { evaluate, type Store } from '../stores/store.js'
 import { seededRandom } from './seeded-random.js'
 
 /** How the conformance suite makes (and disposes of) the store under test. */

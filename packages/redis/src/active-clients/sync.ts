@@ -1,14 +1,5 @@
-import {
-  type ActiveClients,
-  type ActiveClientsSync,
-  assertKnownOptions,
-  ConfigError,
-  containObserve,
-  type Observe,
-  type ObserveEvent,
-  type SyncEvent,
-  toMilliseconds,
-} from '@sluice/core'
+import { type ActiveClients, ConfigError, type Observe, type ObserveEvent, type SyncEvent } from '@sluice/core'
+import { type ActiveClientsSync, assertKnownOptions, containObserve, toMilliseconds } from '@sluice/core/store'
 import { type RedisClient, run, type ScriptClient, script, scriptClient } from '../client.js'
 import { assertPrefix } from '../options.js'
 import { ACTIVE_CLIENTS_SYNC_LUA } from './lua.js'

@@ -1,4 +1,5 @@
-import type { MemoryStore, Outcome, PolicySet } from '@sluice/core'
+import type { MemoryStore, PolicySet } from '@sluice/core'
+import type { Outcome } from '@sluice/core/store'
 import type { RedisStore } from '../store.js'
 import { EXACT_TIMEOUT_MS } from './exact.js'
 import { withTimeout } from './timeout.js'

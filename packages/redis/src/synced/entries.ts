@@ -1,4 +1,5 @@
-import type { Outcome, PolicySet } from '@sluice/core'
+import type { PolicySet } from '@sluice/core'
+import type { Outcome } from '@sluice/core/store'
 import type { PolicyCounters } from './counters.js'
 
 /** One key under one policy set: a PolicyCounters per policy, in the set's order. */

@@ -1,4 +1,5 @@
-import { evaluate, type Outcome, type PolicySet } from '@sluice/core'
+import type { PolicySet } from '@sluice/core'
+import { evaluate, type Outcome } from '@sluice/core/store'
 import { run, type ScriptClient, script } from '../client.js'
 import type { SyncClock } from './clock.js'
 import type { SubWindow } from './counters.js'

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
-import { assertKnownOptions, ConfigError, type Observe, toMilliseconds } from '@sluice/core'
+import { ConfigError, type Observe } from '@sluice/core'
+import { assertKnownOptions, toMilliseconds } from '@sluice/core/store'
 import type { RedisClient } from '../client.js'
 import { assertPrefix } from '../options.js'
 

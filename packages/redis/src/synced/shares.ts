@@ -1,4 +1,5 @@
-import { type AlgorithmName, type Policy, type PolicySet, policySetOf } from '@sluice/core'
+import type { AlgorithmName, Policy, PolicySet } from '@sluice/core'
+import { policySetOf } from '@sluice/core/store'
 
 const BUCKETS: readonly AlgorithmName[] = ['token-bucket', 'gcra']
 

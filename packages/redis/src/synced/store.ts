@@ -1,14 +1,5 @@
-import {
-  type AlgorithmName,
-  containObserve,
-  evaluate,
-  MemoryStore,
-  type Outcome,
-  type PolicySet,
-  peekOutcome,
-  type Store,
-  StoreFullError,
-} from '@sluice/core'
+import { type AlgorithmName, MemoryStore, type PolicySet, StoreFullError } from '@sluice/core'
+import { containObserve, evaluate, type Outcome, peekOutcome, type Store } from '@sluice/core/store'
 import { run, type ScriptClient, script, scriptClient } from '../client.js'
 import { hashTag } from '../keys.js'
 import { RedisStore } from '../store.js'

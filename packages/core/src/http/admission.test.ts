@@ -1,15 +1,15 @@
 import { describe, expect, it } from 'vitest'
+import { ActiveClients } from '../admission/active-clients.js'
 import { ConfigError } from '../errors.js'
-import type { Adapter } from '../http/options.js'
-import type { Awaitable } from '../store.js'
-import { ActiveClients } from './active-clients.js'
+import type { Awaitable } from '../stores/store.js'
 import {
   type AdmissionControlOptions,
   type AdmissionEvent,
   type AdmissionPlan,
   createAdmissionHandler,
   THROTTLING_MODE,
-} from './handler.js'
+} from './admission.js'
+import type { Adapter } from './options.js'
 
 type Args = [token: string]
 const adapter: Adapter<Args> = { name: 'test', addressSource: 'token', address: (token) => token, status: () => 200 }

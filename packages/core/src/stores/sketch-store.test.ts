@@ -1,8 +1,8 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import type { Outcome } from '../algorithms/index.js'
-import { MemoryStore } from '../memory-store.js'
 import { type PolicyInput, parsePolicies } from '../policy.js'
+import { MemoryStore } from './memory-store.js'
 import { SketchStore } from './sketch-store.js'
 
 const LIMIT_SETS: PolicyInput[][] = [

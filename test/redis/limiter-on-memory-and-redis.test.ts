@@ -1,4 +1,5 @@
-import { createLimiter, MemoryStore, type Store } from '@sluice/core'
+import { createLimiter, MemoryStore } from '@sluice/core'
+import type { Store } from '@sluice/core/store'
 import { RedisStore } from '@sluice/redis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { CLIENTS, type TestClient } from '../support/clients.js'
@@ -6,8 +7,8 @@ import { findRedis } from '../support/redis.js'
 
 const shared = await findRedis()
 
-/** Issue 13 through the limiter, on memory and on real Redis alike: late refunds, namespaces, blockFor, penalty. */
-describe.skipIf(shared === undefined)('issue 13 behaviours on MemoryStore and RedisStore', () => {
+/** The limiter's late refunds, namespaces, blockFor, penalty and block, on memory and on real Redis alike. */
+describe.skipIf(shared === undefined)('the limiter behaves alike on MemoryStore and RedisStore', () => {
   /** One client per library, so the behaviours run on each (penalize and block are EVAL, not EVALSHA). */
   const connected = new Map<string, TestClient>()
   beforeAll(async () => {
@@ -18,7 +19,7 @@ describe.skipIf(shared === undefined)('issue 13 behaviours on MemoryStore and Re
     await shared?.stop()
   })
   const start = 1_700_000_000_000
-  const prefix = `sluice-13-${Math.random().toString(36).slice(2)}:`
+  const prefix = `sluice-alike-${Math.random().toString(36).slice(2)}:`
   const stores: [string, (now: () => number) => Store][] = [
     ['memory', (now) => new MemoryStore({ now })],
     ...CLIENTS.map(({ name }): [string, (now: () => number) => Store] => [

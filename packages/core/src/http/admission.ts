@@ -1,10 +1,10 @@
+import { ActiveClients } from '../admission/active-clients.js'
 import { toMilliseconds } from '../duration.js'
 import { ConfigError } from '../errors.js'
-import { type HeaderEntry, retryAfterHeader, retryAfterSeconds } from '../http/headers.js'
-import { type Adapter, assertKnownOptions, assertObject, type CommonOptions, parseCommon } from '../http/options.js'
-import { type DenyPlan, denialResponse, SKIP } from '../http/response.js'
-import { type Awaitable, andThen } from '../store.js'
-import { ActiveClients } from './active-clients.js'
+import { type Awaitable, andThen } from '../stores/store.js'
+import { type HeaderEntry, retryAfterHeader, retryAfterSeconds } from './headers.js'
+import { type Adapter, assertKnownOptions, assertObject, type CommonOptions, parseCommon } from './options.js'
+import { type DenyPlan, denialResponse, SKIP } from './response.js'
 
 /** The problem type of a request refused because the service only serves clients it already knows. */
 export const THROTTLING_MODE = 'urn:sluice:problem:throttling-mode'

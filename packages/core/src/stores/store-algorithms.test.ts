@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest'
-import { ConfigError } from './errors.js'
-import { createLimiter } from './limiter.js'
+import { ConfigError } from '../errors.js'
+import { createLimiter } from '../limiter.js'
+import { FilteredStore } from './filtered-store.js'
 import { MemoryStore } from './memory-store.js'
-import { FilteredStore } from './sketch/filtered-store.js'
-import { SketchStore } from './sketch/sketch-store.js'
+import { SketchStore } from './sketch-store.js'
 import type { Store } from './store.js'
 
 describe('a store that names the algorithms it serves', () => {

@@ -1,5 +1,5 @@
 import { ConfigError } from '../errors.js'
-import { fmix32, hashLanes } from '../sketch/hash.js'
+import { fmix32, hashLanes } from './hash.js'
 
 /** Scratch for `positionsOf`'s two lanes, so a lookup allocates nothing. */
 const LANES = new Int32Array(2)

@@ -1,10 +1,10 @@
 import { type AlgorithmState, type Outcome, peekOutcome } from '../algorithms/index.js'
 import { ConfigError } from '../errors.js'
 import type { AlgorithmName, PolicySet } from '../policy.js'
-import { evaluate, type Store } from '../store.js'
-import { KeyHasher } from './hash.js'
-import { checkShape, type SketchShape } from './shape.js'
-import { type Credit, WindowedSketch } from './windowed-sketch.js'
+import { KeyHasher } from '../sketch/hash.js'
+import { checkShape, type SketchShape } from '../sketch/shape.js'
+import { type Credit, WindowedSketch } from '../sketch/windowed-sketch.js'
+import { evaluate, type Store } from './store.js'
 
 /** Options of `new SketchStore(options)`: the sketch shape and the clock. */
 export interface SketchStoreOptions extends Partial<SketchShape> {
