@@ -1,11 +1,9 @@
 import { randomUUID } from 'node:crypto'
 import { ConfigError } from '@sluice/core'
 import { type RedisClient, run, type ScriptClient, script, scriptClient } from './client.js'
-import { HEARTBEAT_LUA } from './synced/heartbeat.js'
+import { HEARTBEAT_LUA, heartbeatKeys, NODE_TTL_MS } from './synced/heartbeat.js'
 
 const HEARTBEAT = script(HEARTBEAT_LUA)
-/** A process that has not beaten for this long no longer counts (SyncedStore's own setting). */
-const PROCESS_TTL_MS = 5000
 const BEAT_EVERY_MS = 1000
 
 /** Options of `FleetSize`. */
@@ -24,7 +22,7 @@ export interface FleetSizeOptions {
  */
 export class FleetSize {
   readonly #client: ScriptClient
-  readonly #key: string
+  readonly #keys: string[]
   readonly #id = randomUUID()
   readonly #timer: ReturnType<typeof setInterval>
   #processes = 1
@@ -39,7 +37,7 @@ export class FleetSize {
       throw new ConfigError('prefix', prefix, 'must be a string without { or }')
     }
     this.#client = scriptClient(client)
-    this.#key = `${prefix}{sluice-nodes}:live`
+    this.#keys = heartbeatKeys(prefix)
     void this.#beat()
     this.#timer = setInterval(() => void this.#beat(), BEAT_EVERY_MS)
     // Counting the fleet must not keep a process alive.
@@ -56,12 +54,12 @@ export class FleetSize {
     if (this.#closed) return
     this.#closed = true
     clearInterval(this.#timer)
-    await run(this.#client, HEARTBEAT, [this.#key], [this.#id, PROCESS_TTL_MS, '1']).catch(() => undefined)
+    await run(this.#client, HEARTBEAT, this.#keys, [this.#id, NODE_TTL_MS, '1']).catch(() => undefined)
   }
 
   async #beat(): Promise<void> {
     try {
-      const live = await run(this.#client, HEARTBEAT, [this.#key], [this.#id, PROCESS_TTL_MS, '0'])
+      const [live] = (await run(this.#client, HEARTBEAT, this.#keys, [this.#id, NODE_TTL_MS, '0'])) as [number]
       if (!this.#closed) this.#processes = Math.max(1, Number(live))
     } catch {
       // Redis away: keep the last count, which is what the fallback needs.

@@ -1,12 +1,10 @@
 import { run, type ScriptClient, script } from '../client.js'
 import type { SyncClock } from './clock.js'
-import { HEARTBEAT_LUA } from './heartbeat.js'
+import { HEARTBEAT_LUA, heartbeatKeys, NODE_TTL_MS } from './heartbeat.js'
 import { withTimeout } from './timeout.js'
 
 const HEARTBEAT = script(HEARTBEAT_LUA)
 const HEARTBEAT_EVERY_MS = 1000
-/** A node missing this long is not counted alive. */
-const NODE_TTL_MS = 5000
 /** Heartbeats with the first syncs, spread over the first interval, so nodes started together see each other within it. */
 export const DISCOVERY_HEARTBEATS = 3
 
@@ -28,7 +26,7 @@ export class Fleet {
   ) {}
 
   get #keys(): string[] {
-    return [`${this.prefix}{sluice-nodes}:live`, `${this.prefix}{sluice-nodes}:epoch`]
+    return heartbeatKeys(this.prefix)
   }
 
   /** The first syncs each carry a heartbeat while the fleet is being discovered, then one a second. */

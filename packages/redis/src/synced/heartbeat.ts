@@ -27,3 +27,11 @@ redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return { redis.call('ZCARD', KEYS[1]), epoch, tonumber(time[1]), tonumber(time[2]) }
 `
+
+/** A node missing this long is not counted alive. */
+export const NODE_TTL_MS = 5000
+
+/** The heartbeat's keys: the set of live nodes and the epoch, sharing the `{sluice-nodes}` hash tag. */
+export function heartbeatKeys(prefix: string): [live: string, epoch: string] {
+  return [`${prefix}{sluice-nodes}:live`, `${prefix}{sluice-nodes}:epoch`]
+}
