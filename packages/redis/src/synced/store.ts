@@ -25,6 +25,7 @@ import { RedisStore } from '../store.js'
 import { geometryOf, PolicyCounters, type SubWindow } from './counters.js'
 import { Entries, type Entry } from './entries.js'
 import { HEARTBEAT_LUA } from './heartbeat.js'
+import { Leases } from './leases.js'
 import { slotOf } from './slot.js'
 import { EXACT_LUA, PAST_DEADLINE, RESET_LUA, SYNC_LUA, TAKE_BACK_LUA } from './sync-lua.js'
 
@@ -38,9 +39,10 @@ export const SYNCED_STORE_OPTION_NAMES: readonly string[] = [
   'nodeId',
   'now',
   'observe',
+  'lease',
 ]
 
-/** Options of `SyncedStore`: `client`, `prefix`, `interval`, `exactAbove`, `maxKeys`, `nodeId`, `now`, `observe`. */
+/** Options of `SyncedStore`: `client`, `prefix`, `interval`, `exactAbove`, `maxKeys`, `nodeId`, `now`, `observe`, `lease`. */
 export interface SyncedStoreOptions {
   /** An ioredis or iovalkey `Redis` or `Cluster`, or a node-redis v5 client or cluster (see RedisStore). */
   client: RedisClient
@@ -64,9 +66,14 @@ export interface SyncedStoreOptions {
    * and any error (the same function a limiter's `observe` takes); its exceptions are contained.
    */
   observe?: Observe
+  /**
+   * Token bucket and GCRA by leasing (default `true`): each node takes grants of units out of the
+   * key's state in Redis and spends them locally (see README). `false`: one script call per request.
+   */
+  lease?: boolean
 }
 
-/** Algorithms counted locally; token bucket and GCRA go to Redis per request (see README). */
+/** Algorithms counted locally; token bucket and GCRA are leased, or go to Redis per request (see README). */
 const COUNTED: readonly AlgorithmName[] = ['fixed-window', 'sliding-window']
 const BUCKETS: readonly AlgorithmName[] = ['token-bucket', 'gcra']
 const SERVED: readonly AlgorithmName[] = Object.freeze([...COUNTED, ...BUCKETS])
@@ -111,8 +118,9 @@ interface Sent {
  * brings back the sum over all nodes. A key near its limit (`exactAbove`) or denied anywhere in its
  * window is decided by a script per request instead, so the overshoot stays bounded; while Redis is
  * unreachable each node enforces limit ÷ live nodes on its own counts and sends them later.
- * Token bucket and GCRA are decided by `RedisStore` per request while Redis answers, and on this
- * node's share of each limit (and burst) in memory while it does not. Sliding log is not served.
+ * Token bucket and GCRA are leased while Redis answers (grants taken from the key's RedisStore
+ * state, spent locally; per request through `RedisStore` once the quota is low), and decided on
+ * this node's share of each limit (and burst) in memory while it does not. Sliding log is not served.
  */
 export class SyncedStore implements Store {
   readonly algorithms = SERVED
@@ -127,6 +135,7 @@ export class SyncedStore implements Store {
   readonly #exact: RedisStore
   /** Token bucket and GCRA on this node's share while Redis does not answer. */
   readonly #alone: MemoryStore
+  readonly #leases: Leases | undefined
   readonly #cluster: boolean
   readonly #entries = new Entries()
   readonly #shares = new Map<string, PolicySet>()
@@ -154,6 +163,7 @@ export class SyncedStore implements Store {
     }
     assertKnownOptions(options as unknown as Record<string, unknown>, SYNCED_STORE_OPTION_NAMES, 'SyncedStore')
     const { client, prefix = 'sluice:', interval = 100, exactAbove = 0.8, maxKeys = 100_000, now, observe } = options
+    const { lease = true } = options
     const scripts = scriptClient(client)
     assertPrefix(prefix)
     this.interval = toMilliseconds('interval', interval)
@@ -180,6 +190,19 @@ export class SyncedStore implements Store {
     this.#cluster = scripts.cluster
     this.#exact = new RedisStore({ client, prefix, ...(now === undefined ? {} : { now }) })
     this.#alone = new MemoryStore({ maxKeys, ...(now === undefined ? {} : { now }) })
+    if (typeof lease !== 'boolean') throw new ConfigError('lease', lease, 'must be true or false')
+    this.#leases = lease
+      ? new Leases({
+          client: scripts,
+          redis: this.#exact,
+          interval: this.interval,
+          maxKeys,
+          now,
+          timeout: EXACT_TIMEOUT_MS,
+          exactly: (key, set, cost) => this.#bucketExactly(key, set, cost),
+          alone: (key, set, cost) => this.#alone.consume(key, this.#shareOf(set), cost),
+        })
+      : undefined
     this.#lastSuccess = this.#localNow()
   }
 
@@ -254,6 +277,7 @@ export class SyncedStore implements Store {
 
   /** Starts the key's count again from 0 on every node (in Redis: `o` = the count so far). */
   async reset(key: string, set: PolicySet): Promise<void> {
+    this.#leases?.forget(key, set)
     if (!this.#countsLocally(set)) return this.#exact.reset(key, set)
     const now = this.#time()
     const keys: string[] = []
@@ -280,6 +304,7 @@ export class SyncedStore implements Store {
     if (this.#timer !== undefined) clearInterval(this.#timer)
     this.#timer = undefined
     await this.#syncing
+    await this.#leases?.close()
     await withTimeout(Promise.all(this.#late), EXACT_TIMEOUT_MS + SYNC_TIMEOUT_MS).catch(() => undefined)
     await this.#sync(this.#time(), true)
     await run(this.#client, HEARTBEAT, [this.#nodesKey()], [this.nodeId, NODE_TTL_MS, '1']).catch(() => undefined)
@@ -531,13 +556,19 @@ export class SyncedStore implements Store {
   }
 
   /**
-   * Token bucket and GCRA: exact through `RedisStore`, waiting at most EXACT_TIMEOUT_MS. While the
-   * node is degraded, or when that call fails, the key is decided in memory on this node's share
+   * Token bucket and GCRA: from a leased grant (see `Leases`), else exact through `RedisStore`. While
+   * the node is degraded, or when a call fails, the key is decided in memory on this node's share
    * of each limit and burst; those decisions are not sent to Redis later (a bucket's refill makes
    * them a function of time, not a total a sync could carry).
    */
   #consumeThroughRedis(key: string, set: PolicySet, cost: number): readonly Outcome[] | Promise<readonly Outcome[]> {
     if (this.degraded) return this.#alone.consume(key, this.#shareOf(set), cost)
+    if (this.#leases?.serves(set)) return this.#leases.consume(key, set, cost)
+    return this.#bucketExactly(key, set, cost)
+  }
+
+  /** One RedisStore decision, waiting at most EXACT_TIMEOUT_MS, then on this node's share. */
+  #bucketExactly(key: string, set: PolicySet, cost: number): Promise<readonly Outcome[]> {
     return withTimeout(Promise.resolve(this.#exact.consume(key, set, cost)), EXACT_TIMEOUT_MS).catch(() =>
       this.#alone.consume(key, this.#shareOf(set), cost),
     )
