@@ -90,6 +90,13 @@ export class Leases {
     if (this.#leases.get(set)?.delete(key)) this.#size--
   }
 
+  /** Runs one sync now (after any in flight), resolving when it is done; never rejects. */
+  async sync(): Promise<void> {
+    await this.#syncing
+    this.#tick()
+    await this.#syncing
+  }
+
   /** Stops the syncs and gives back everything held (one attempt). */
   async close(): Promise<void> {
     if (this.#closed) return

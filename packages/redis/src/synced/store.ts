@@ -311,12 +311,12 @@ export class SyncedStore implements Store {
   }
 
   /**
-   * Runs one sync now with everything counted so far (after any sync in flight), resolving when it
-   * is done; it never rejects: a failure goes to `observe` and is retried with backoff.
+   * Runs one sync now with everything counted so far, and one of the leases (after any sync in
+   * flight), resolving when they are done; it never rejects: a failure goes to `observe` and is retried with backoff.
    */
   async flush(): Promise<void> {
     await this.#syncing
-    await this.#sync(this.#time(), false)
+    await Promise.all([this.#sync(this.#time(), false), this.#leases?.sync()])
   }
 
   /** The timer starts with the first decision, never at import or construction; it never keeps a process alive. */
