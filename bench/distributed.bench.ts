@@ -10,6 +10,9 @@
  *   3 s; the worst full window's admissions over the limit (windows by the local clock, which all
  *   processes share on this machine).
  *
+ * - buckets (bench/distributed/buckets.ts): token bucket and GCRA, RedisStore against SyncedStore
+ *   with leasing.
+ *
  *   flock /tmp/sluice-bench.lock pnpm bench:distributed [--seconds 2]
  */
 import { spawn } from 'node:child_process'
@@ -19,6 +22,7 @@ import { RedisStore, SyncedStore } from '@sluice/redis'
 import { Redis } from 'ioredis'
 import { RateLimiterRedis } from 'rate-limiter-flexible'
 import { parseCommandStats, startRedisServer } from '../test/support/redis.js'
+import { BUCKETS_HEADER, bucketRows } from './distributed/buckets.js'
 
 type Kind = 'RedisStore' | 'SyncedStore' | 'RateLimiterRedis+inMemoryBlock'
 const KINDS: Kind[] = ['RedisStore', 'SyncedStore', 'RateLimiterRedis+inMemoryBlock']
@@ -179,6 +183,7 @@ async function main(): Promise<void> {
     return [all, scripts]
   }
   const rows: string[] = []
+  let buckets: string[] = []
   try {
     for (const processes of [1, 2, 4]) {
       for (const kind of KINDS) {
@@ -210,6 +215,7 @@ async function main(): Promise<void> {
         console.log(row)
       }
     }
+    buckets = await bucketRows(server.url, admin, seconds)
   } finally {
     admin.disconnect()
     await server.stop()
@@ -219,6 +225,8 @@ async function main(): Promise<void> {
   )
   console.log('| --- | --- | --- | --- | --- | --- | --- |')
   for (const row of rows) console.log(row)
+  console.log(`\nbuckets (token bucket and GCRA, 1000 keys far under their rate):\n${BUCKETS_HEADER.join('\n')}`)
+  for (const row of buckets) console.log(row)
 }
 
 if (process.argv[2] === '--child') await child(JSON.parse(process.argv[3] ?? '{}') as ChildArgs)
