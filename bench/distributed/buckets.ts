@@ -1,7 +1,8 @@
 /**
  * The "buckets" section of `pnpm bench:distributed`: token bucket and GCRA on 1000 keys far under
  * their rate (limit 1e9 a second: every process decides as fast as it can, 64 in flight for the
- * asynchronous stores), per N = 1, 2, 4 processes on one private redis-server: decisions/s per
+ * asynchronous stores, after a warm-up second on the same keys that is not measured: the steady
+ * state), per N = 1, 2, 4 processes on one private redis-server: decisions/s per
  * process and script calls per decision (INFO commandstats), RedisStore against SyncedStore with
  * leasing, and rate-limiter-flexible's RateLimiterRedis with inMemoryBlockOnConsumed (it has no
  * token bucket or GCRA: its fixed window, the peer's answer to the same load).
@@ -20,6 +21,7 @@ type Kind = 'RedisStore' | 'SyncedStore (leasing)' | 'RateLimiterRedis+inMemoryB
 type Algorithm = 'token-bucket' | 'gcra'
 const LIMIT = 1e9
 const KEYS = 1000
+const WARM_UP_MS = 1000
 
 interface ChildArgs {
   url: string
@@ -64,21 +66,21 @@ function makeDecide(args: ChildArgs, client: Redis): { decide: Decide; close: ()
   }
 }
 
-async function child(args: ChildArgs): Promise<void> {
-  const client = new Redis(args.url)
-  const { decide, close } = makeDecide(args, client)
-  process.stdout.write('ready\n')
-  await new Promise<void>((resolve) => process.stdin.once('data', () => resolve()))
-  const end = Date.now() + args.seconds * 1000
+/** A line on stdin from the parent. */
+function nextLine(): Promise<void> {
+  return new Promise((resolve) => process.stdin.once('data', () => resolve()))
+}
+
+/** Decides as fast as it can for `ms` (64 in flight); how many decisions. */
+async function decideFor(decide: Decide, ms: number): Promise<number> {
+  const end = Date.now() + ms
   let decisions = 0
-  let admitted = 0
   let i = 0
   const worker = async () => {
     while (Date.now() < end) {
       for (let batch = 0; batch < 256; batch++) {
-        let answer = decide(`k${i++ % KEYS}`)
-        if (typeof answer !== 'boolean') answer = await answer
-        if (answer) admitted++
+        const answer = decide(`k${i++ % KEYS}`)
+        if (typeof answer !== 'boolean') await answer
         decisions++
       }
       // Synchronous answers never yield: let timers (the lease syncs) and replies run.
@@ -86,16 +88,32 @@ async function child(args: ChildArgs): Promise<void> {
     }
   }
   await Promise.all(Array.from({ length: 64 }, worker))
+  return decisions
+}
+
+/**
+ * One process: a warm-up second on the same keys (a leasing node's first takes, a cold client),
+ * then, once every process is warm, the measured run.
+ */
+async function child(args: ChildArgs): Promise<void> {
+  const client = new Redis(args.url)
+  const { decide, close } = makeDecide(args, client)
+  process.stdout.write('ready\n')
+  await nextLine()
+  await decideFor(decide, WARM_UP_MS)
+  process.stdout.write('warm\n')
+  await nextLine()
+  const decisions = await decideFor(decide, args.seconds * 1000)
   await close()
-  process.stdout.write(`${JSON.stringify({ decisions, admitted })}\n`)
+  process.stdout.write(`${JSON.stringify({ decisions })}\n`)
   client.disconnect()
   process.exit(0)
 }
 
-/** Starts a child; resolves once it is ready, with a way to start it and its result. */
+/** Starts a child; resolves once it is ready, with a way to send it "go" and when it is warm and done. */
 function spawnChild(
   args: ChildArgs,
-): Promise<{ start: () => void; done: Promise<{ decisions: number; admitted: number }> }> {
+): Promise<{ go: () => void; warm: Promise<void>; done: Promise<{ decisions: number }> }> {
   const self = fileURLToPath(import.meta.url)
   const proc = spawn(
     process.execPath,
@@ -105,13 +123,21 @@ function spawnChild(
     },
   )
   let out = ''
+  let warmed: () => void = () => {}
+  const warm = new Promise<void>((resolve) => {
+    warmed = resolve
+  })
   return new Promise((ready) => {
-    const done = new Promise<{ decisions: number; admitted: number }>((resolve) => {
+    const done = new Promise<{ decisions: number }>((resolve) => {
       proc.stdout.on('data', (d: Buffer) => {
         out += d.toString()
         if (out.includes('ready\n')) {
           out = out.replace('ready\n', '')
-          ready({ start: () => proc.stdin.write('go\n'), done })
+          ready({ go: () => proc.stdin.write('go\n'), warm, done })
+        }
+        if (out.includes('warm\n')) {
+          out = out.replace('warm\n', '')
+          warmed()
         }
         const line = out.split('\n').find((l) => l.startsWith('{'))
         if (line) resolve(JSON.parse(line))
@@ -141,8 +167,10 @@ export async function bucketRows(url: string, admin: Redis, seconds: number): Pr
         const children = await Promise.all(
           Array.from({ length: processes }, () => spawnChild({ url, kind, algorithm, prefix, seconds })),
         )
+        for (const c of children) c.go()
+        await Promise.all(children.map((c) => c.warm))
         const before = await scriptCalls()
-        for (const c of children) c.start()
+        for (const c of children) c.go()
         const results = await Promise.all(children.map((c) => c.done))
         const calls = (await scriptCalls()) - before
         const decisions = results.reduce((sum, r) => sum + r.decisions, 0)
