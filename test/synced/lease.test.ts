@@ -3,7 +3,8 @@ import { isThenable } from '@sluice/core/adapter'
 import { RedisStore, SyncedStore } from '@sluice/redis'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { findRedis, type RedisServer, uniquePrefix } from '../support/redis.js'
+import { findRedis, privateRedisAvailable, type RedisServer, startRedisServer, uniquePrefix } from '../support/redis.js'
+import { unhandledRejections } from '../support/unhandled.js'
 
 const redis = await findRedis()
 const allowed = (outcomes: readonly Outcome[]) => outcomes.every((o) => o.allowed)
@@ -135,5 +136,35 @@ describe.skipIf(!redis)('SyncedStore leasing token bucket and GCRA', () => {
     expect(error).toBeInstanceOf(ConfigError)
     expect((error as ConfigError).field).toBe('lease')
     expect((error as ConfigError).message).toContain('"yes"')
+  })
+})
+
+describe.skipIf(!(await privateRedisAvailable()))('SyncedStore leasing when Redis goes away', () => {
+  const rejections = unhandledRejections()
+  beforeAll(() => rejections.watch())
+  afterAll(() => rejections.unwatch())
+
+  it('spends what it holds, then decides alone on its share: every request answered, no unhandled rejection', async () => {
+    const server = await startRedisServer()
+    const client = new Redis(server.url, { enableOfflineQueue: false, maxRetriesPerRequest: 0 })
+    client.on('error', () => {})
+    const store = new SyncedStore({ client, interval: 50 })
+    const set = parsePolicies({ limit: 1000, window: 1000, algorithm: 'gcra' })
+    for (let i = 0; i < 5; i++) expect(allowed(await store.consume('k', set, 1))).toBe(true)
+    await server.stop()
+    const hung = Symbol('hung')
+    const answers: unknown[] = []
+    for (let i = 0; i < 40; i++) {
+      const answer = Promise.resolve(store.consume(i % 2 === 0 ? 'k' : `new-${i}`, set, 1))
+      const timer = new Promise((r) => setTimeout(() => r(hung), 2000))
+      answers.push(await Promise.race([answer, timer]))
+      await new Promise((r) => setTimeout(r, 10))
+    }
+    expect(answers.filter((a) => a === hung)).toEqual([])
+    // One node alive: its share is the whole limit, so all of these are admitted.
+    expect(answers.every((a) => allowed(a as Outcome[]))).toBe(true)
+    await store.close()
+    client.disconnect()
+    expect(rejections.seen).toEqual([])
   })
 })
