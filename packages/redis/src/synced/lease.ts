@@ -72,7 +72,7 @@ export class Lease {
   readonly seen: (SeenState | undefined)[]
   readonly demand: Demand
   exact = false
-  /** Units the last take between syncs asked for (the next asks more). */
+  /** Units the last take asked for (the next asks more). */
   lastTake = 0
   /** A take in flight (true once answered, false if it failed): requests that find too little held wait for it. */
   pending: Promise<boolean> | undefined
