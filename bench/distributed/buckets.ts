@@ -199,5 +199,8 @@ async function main(): Promise<void> {
   }
 }
 
-if (process.argv[2] === '--child') await child(JSON.parse(process.argv[3] ?? '{}') as ChildArgs)
-else if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) await main()
+// Only when run as a script: imported by distributed.bench.ts (whose children take `--child` too), nothing runs.
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  if (process.argv[2] === '--child') await child(JSON.parse(process.argv[3] ?? '{}') as ChildArgs)
+  else await main()
+}
