@@ -11,6 +11,7 @@ const PAIRED = [
   'test/synced/faults.test.ts',
   'test/faults/soak.test.ts',
   'test/faults/flood.test.ts',
+  'test/synced/cardinality.test.ts',
 ]
 const ALONE = [
   'test/faults/faults.test.ts',

@@ -10,10 +10,10 @@
  *   3 s; the worst full window's admissions over the limit (windows by the local clock, which all
  *   processes share on this machine).
  *
- * - buckets (bench/distributed/buckets.ts): token bucket and GCRA, RedisStore against SyncedStore
- *   with leasing.
+ * Then the sections of bench/distributed/ (each its own table): cardinality; buckets (token bucket
+ * and GCRA, RedisStore against SyncedStore with leasing).
  *
- *   flock /tmp/sluice-bench.lock pnpm bench:distributed [--seconds 2]
+ *   flock /tmp/sluice-bench.lock pnpm bench:distributed [--seconds 2] [--only <section>]
  */
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
@@ -22,11 +22,17 @@ import { RedisStore, SyncedStore } from '@sluice/redis'
 import { Redis } from 'ioredis'
 import { RateLimiterRedis } from 'rate-limiter-flexible'
 import { parseCommandStats, startRedisServer } from '../test/support/redis.js'
-import { BUCKETS_HEADER, bucketRows } from './distributed/buckets.js'
+import { bucketRows } from './distributed/buckets.js'
+import { cardinalityRows } from './distributed/cardinality.js'
 
 type Kind = 'RedisStore' | 'SyncedStore' | 'RateLimiterRedis+inMemoryBlock'
 const KINDS: Kind[] = ['RedisStore', 'SyncedStore', 'RateLimiterRedis+inMemoryBlock']
 const HOT_LIMIT = 1000
+/** Further tables, each from a module of bench/distributed/, run after the main one on the same server. */
+const SECTIONS: Record<string, (url: string, admin: Redis, seconds: number) => Promise<string[]>> = {
+  cardinality: cardinalityRows,
+  buckets: bucketRows,
+}
 
 interface ChildArgs {
   url: string
@@ -182,10 +188,11 @@ async function main(): Promise<void> {
       .reduce((sum, [, s]) => sum + s.calls, 0)
     return [all, scripts]
   }
+  const only = argv.includes('--only') ? argv[argv.indexOf('--only') + 1] : undefined
   const rows: string[] = []
-  let buckets: string[] = []
+  const sections: string[][] = []
   try {
-    for (const processes of [1, 2, 4]) {
+    for (const processes of only === undefined ? [1, 2, 4] : []) {
       for (const kind of KINDS) {
         const prefix = `bench:${kind}:${processes}:`
         const children = await Promise.all(
@@ -215,18 +222,21 @@ async function main(): Promise<void> {
         console.log(row)
       }
     }
-    buckets = await bucketRows(server.url, admin, seconds)
+    for (const [name, section] of Object.entries(SECTIONS)) {
+      if (only === undefined || only === name)
+        sections.push([`\n${name}:`, ...(await section(server.url, admin, seconds))])
+    }
   } finally {
     admin.disconnect()
     await server.stop()
   }
+  for (const lines of sections) for (const line of lines) console.log(line)
+  if (rows.length === 0) return
   console.log(
     '\n| processes | store | decisions/s per process | Redis commands per decision (all) | script calls per decision | server CPU µs per decision | over-admission, hot key at 2× (worst full window) |',
   )
   console.log('| --- | --- | --- | --- | --- | --- | --- |')
   for (const row of rows) console.log(row)
-  console.log(`\nbuckets (token bucket and GCRA, 1000 keys far under their rate):\n${BUCKETS_HEADER.join('\n')}`)
-  for (const row of buckets) console.log(row)
 }
 
 if (process.argv[2] === '--child') await child(JSON.parse(process.argv[3] ?? '{}') as ChildArgs)

@@ -1,16 +1,31 @@
 /**
- * The decision script's own cost in Redis (INFO commandstats usec of EVALSHA, per decision), by
- * batch size, on a private redis-server this script starts (loopback, stopped by PID at the end).
- * With --baseline <git revision>, that revision's script runs too, one decision per call, so a
- * change to the script can be compared with what it replaces in the same run. Variants are
- * interleaved round by round; each cell is the median of the rounds.
+ * Redis's own cost per decision (INFO commandstats usec of the commands a client sends, which
+ * include what a script or MULTI runs inside), on a private redis-server this script starts
+ * (loopback, stopped by PID at the end). Two tables, `--table` picks one (default both):
  *
- *   pnpm bench:redis-script [--rounds 5] [--decisions 16000] [--baseline 7e73d0a]
+ * - `article`: the seed article's before and after (shared/seeds/002) beside sluice, on one key
+ *   already holding 1, 100 or 5 000 requests of its one-hour window: a sorted-set log as
+ *   rolling-rate-limiter keeps it (MULTI: ZREMRANGEBYSCORE, ZADD, ZRANGE 0 -1 WITHSCORES,
+ *   EXPIRE), the article's two counters (GET the previous window's, INCR this one's, PEXPIRE
+ *   when it was new), rate-limiter-flexible's RateLimiterRedis (its script), and sluice's
+ *   RedisStore, one decision per call, for each algorithm but the token bucket; then the same
+ *   with 64 decisions in flight over 10 000 keys (sluice coalescing, as by default), with the
+ *   server's CPU (INFO cpu, which includes reading and writing the sockets) beside.
+ * - `batches`: the decision script by batch size. With --baseline <git revision>, that
+ *   revision's script runs too, one decision per call, so a change to the script can be
+ *   compared with what it replaces in the same run.
+ *
+ * Variants are interleaved round by round; each cell is the median of the rounds.
+ *
+ *   pnpm bench:redis-script [--table article|batches] [--rounds 5] [--decisions 16000] [--baseline 7e73d0a]
  */
 import { execFileSync } from 'node:child_process'
-import { type PolicyInput, parsePolicies } from '@sluice/core'
-import { DECIDE_LUA } from '@sluice/redis'
+import { MAX_PRECISION, type PolicyInput, parsePolicies } from '@sluice/core'
+import { RedisStore } from '@sluice/redis'
 import { Redis } from 'ioredis'
+import { RateLimiterRedis } from 'rate-limiter-flexible'
+import { DECIDE_LUA } from '../packages/redis/src/lua/decide.js'
+import { SLIDING_LOG_LUA } from '../packages/redis/src/lua/sliding-log.js'
 import { parseCommandStats, startRedisServer } from '../test/support/redis.js'
 
 const args = process.argv.slice(2)
@@ -21,6 +36,7 @@ const option = (name: string) => {
 const ROUNDS = Number(option('rounds') ?? 5)
 const DECISIONS = Number(option('decisions') ?? 16_000)
 const BASELINE = option('baseline')
+const TABLE = option('table')
 const BATCHES = [1, 4, 16, 64]
 /** Calls sent before waiting for their replies, as a busy connection would. */
 const PIPELINE = 8
@@ -33,12 +49,19 @@ const SETS: Record<string, PolicyInput[]> = {
   '2 limits (sliding-window)': ['1000000/min', '100000/s'],
 }
 
-/** The script as the given revision's decide.ts held it (a template literal). */
+/**
+ * The script as the given revision's decide.ts held it (a template literal), with the values it
+ * interpolates: the struct format of doubles, and the sliding log's functions as this tree has them.
+ */
 function scriptAt(revision: string): string {
+  const interpolated = (name: string) => `$${'{'}${name}}`
   const source = execFileSync('git', ['show', `${revision}:packages/redis/src/lua/decide.ts`], { encoding: 'utf8' })
   const body = /export const DECIDE_LUA = `([\s\S]*)`\s*$/.exec(source)?.[1]
   if (body === undefined) throw new Error(`no DECIDE_LUA in ${revision}`)
-  return body.replace(/\\`/g, '`')
+  return body
+    .replace(/\\`/g, '`')
+    .replaceAll(interpolated('DOUBLES'), `<${'d'.repeat(MAX_PRECISION + 2)}`)
+    .replaceAll(interpolated('SLIDING_LOG_LUA'), SLIDING_LOG_LUA)
 }
 
 /**
@@ -99,8 +122,9 @@ async function measure(
   return (evalsha?.usec ?? Number.NaN) / (calls * batch)
 }
 
-const variants: { name: string; sha: string; doubles: number; batch: number }[] = []
-try {
+/** The batch-size table (see the header). */
+async function batchesTable(): Promise<void> {
+  const variants: { name: string; sha: string; doubles: number; batch: number }[] = []
   const current = (await client.script('LOAD', DECIDE_LUA)) as string
   if (BASELINE !== undefined) {
     const source = scriptAt(BASELINE)
@@ -120,10 +144,9 @@ try {
         results.set(cell, [...(results.get(cell) ?? []), us])
       }
     }
-    process.stderr.write(`round ${round + 1} of ${ROUNDS}\n`)
+    process.stderr.write(`batches: round ${round + 1} of ${ROUNDS}\n`)
   }
 
-  const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number
   console.log(`Script µs per decision (EVALSHA usec in INFO commandstats), median of ${ROUNDS} rounds,`)
   console.log(`${DECISIONS} decisions per cell over 10 000 client keys, ${PIPELINE} calls in flight.\n`)
   console.log(`| script, decisions per call | ${Object.keys(SETS).join(' | ')} |`)
@@ -136,6 +159,202 @@ try {
     const cells = Object.keys(SETS).map((setName) => median(results.get(`${setName}|${variant.name}`) ?? []).toFixed(2))
     console.log(`| ${variant.name} | ${cells.join(' | ')} |`)
   }
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number
+
+/** The article's window: one hour, as rolling-rate-limiter and the counters count it. */
+const HOUR = 3_600_000
+/** Requests already in the window of the key a decision lands on. */
+const FILLS = [1, 10, 100, 5000]
+/** Decisions per cell of the article table. */
+const ARTICLE_DECISIONS = 1000
+/** Keys per contender and fill, decided in turn: each gains ARTICLE_DECISIONS / keys requests a round. */
+const KEYS_PER_FILL: Record<number, number> = { 1: 200, 10: 100, 100: 50, 5000: 10 }
+const IN_FLIGHT = 64
+
+/** One way to decide, for the article table. */
+interface Contender {
+  readonly name: string
+  /** Puts `requests` requests into `key`'s window, as this contender would have counted them. */
+  fill(key: string, requests: number): Promise<void>
+  decide(key: string): Promise<unknown>
+}
+
+let member = 0
+/** rolling-rate-limiter's Redis limiter: a sorted set of request times, read whole per request. */
+const sortedSetLog: Contender = {
+  name: 'sorted-set log (rolling-rate-limiter; the article before)',
+  async fill(key, requests) {
+    const now = Date.now()
+    const entries: string[] = []
+    for (let i = 0; i < requests; i++) entries.push(String(now - requests + i), `fill-${i}`)
+    await client.zadd(key, ...entries)
+  },
+  async decide(key) {
+    const now = Date.now()
+    await client
+      .multi()
+      .zremrangebyscore(key, 0, String(now - HOUR))
+      .zadd(key, String(now), `${now}-${member++}`)
+      .zrange(key, '0', '-1', 'WITHSCORES')
+      .expire(key, HOUR / 1000)
+      .exec()
+  },
+}
+
+/** The article's after: GET the previous window's count, INCR this one's; an expiry when it is new. */
+const twoCounters: Contender = {
+  name: "two counters, GET + INCR (the article's after)",
+  async fill(key, requests) {
+    await client.psetex(`${key}:${Math.floor(Date.now() / HOUR)}`, 2 * HOUR, requests)
+  },
+  async decide(key) {
+    const window = Math.floor(Date.now() / HOUR)
+    const current = `${key}:${window}`
+    const [, count] = await Promise.all([client.get(`${key}:${window - 1}`), client.incr(current)])
+    if (count === 1) await client.pexpire(current, 2 * HOUR)
+  },
+}
+
+const flexible = new RateLimiterRedis({ storeClient: client, points: 1e9, duration: HOUR / 1000, keyPrefix: 'rlf' })
+const rateLimiterFlexible: Contender = {
+  name: "rate-limiter-flexible's RateLimiterRedis (its script)",
+  fill: async (key, requests) => void (await flexible.consume(key, requests)),
+  decide: (key) => flexible.consume(key),
+}
+
+/** sluice's RedisStore, one decision per call; filled at distinct past milliseconds (a log of `requests` entries). */
+function sluice(name: string, limits: PolicyInput, coalesce = false): Contender {
+  const set = parsePolicies(limits)
+  const store = new RedisStore({ client, prefix: 'sluice:', deniedCache: false, coalesce })
+  return {
+    name,
+    async fill(key, requests) {
+      let now = Date.now() - requests
+      const filling = new RedisStore({
+        client,
+        prefix: 'sluice:',
+        deniedCache: false,
+        coalesce: false,
+        now: () => now++,
+      })
+      for (let i = 0; i < requests; i += 500) {
+        await Promise.all(Array.from({ length: Math.min(500, requests - i) }, () => filling.consume(key, set, 1)))
+      }
+    },
+    decide: async (key) => store.consume(key, set, 1),
+  }
+}
+
+const SLUICE: Contender[] = [
+  sluice('sluice sliding window (default, 10 sub-windows)', { limit: 1e6, window: HOUR }),
+  sluice('sluice fixed window', { limit: 1e6, window: HOUR, algorithm: 'fixed-window' }),
+  sluice('sluice GCRA', { limit: 1e6, window: HOUR, algorithm: 'gcra' }),
+  sluice('sluice sliding log', { limit: 10_000, window: HOUR, algorithm: 'sliding-log' }),
+]
+const ARTICLE: Contender[] = [sortedSetLog, twoCounters, rateLimiterFlexible, ...SLUICE]
+/** With many decisions in flight: the store as configured by default, coalescing them too. */
+const BUSY: Contender[] = [
+  ...ARTICLE,
+  sluice('sluice sliding window, coalescing (the default)', { limit: 1e6, window: HOUR }, true),
+]
+/** What each contender's client sends (commands run inside a script or MULTI count inside these). */
+const TOP_LEVEL = ['evalsha', 'eval', 'multi', 'exec', 'get', 'incr', 'pexpire', 'psetex', 'zadd']
+
+/** Server-side µs per decision: commandstats usec of the client's commands, and INFO cpu. */
+async function serverCost(run: () => Promise<void>, decisions: number): Promise<{ us: number; cpuUs: number }> {
+  const cpu = async () => {
+    const info = await admin.info('cpu')
+    const seconds = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 0)
+    return (seconds('used_cpu_user') + seconds('used_cpu_sys')) * 1e6
+  }
+  await admin.config('RESETSTAT')
+  const before = await cpu()
+  await run()
+  const cpuUs = (await cpu()) - before
+  const stats = parseCommandStats(await admin.info('commandstats'))
+  const us = TOP_LEVEL.reduce((sum, name) => sum + (stats[name]?.usec ?? 0), 0)
+  return { us: us / decisions, cpuUs: cpuUs / decisions }
+}
+
+/** The article table (see the header). */
+async function articleTable(): Promise<void> {
+  // Keys filled once; each round adds ARTICLE_DECISIONS / KEYS_PER_FILL[fill] requests to each.
+  const keyOf = (c: number, fill: number, k: number) => `article:${c}:${fill}:${k}`
+  for (const [c, contender] of ARTICLE.entries()) {
+    for (const fill of FILLS) {
+      for (let k = 0; k < (KEYS_PER_FILL[fill] as number); k++) await contender.fill(keyOf(c, fill, k), fill)
+    }
+  }
+  const lone = new Map<string, number[]>()
+  const busy = new Map<string, { us: number; cpuUs: number }[]>()
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [c, contender] of ARTICLE.entries()) {
+      for (const fill of FILLS) {
+        const keys = KEYS_PER_FILL[fill] as number
+        await contender.decide(keyOf(c, fill, 0)) // its script loaded
+        const { us } = await serverCost(async () => {
+          for (let i = 0; i < ARTICLE_DECISIONS; i++) await contender.decide(keyOf(c, fill, i % keys))
+        }, ARTICLE_DECISIONS)
+        lone.set(`${c}|${fill}`, [...(lone.get(`${c}|${fill}`) ?? []), us])
+      }
+    }
+    for (const [c, contender] of BUSY.entries()) {
+      // 64 in flight over 10 000 keys, each with a request or more in its window after the first round.
+      let next = 0
+      const total = ARTICLE_DECISIONS * 10
+      const cost = await serverCost(async () => {
+        const worker = async () => {
+          while (next < total) await contender.decide(`busy:${c}:${CLIENT_KEYS[(next++ * 7919) % CLIENT_KEYS.length]}`)
+        }
+        await Promise.all(Array.from({ length: IN_FLIGHT }, worker))
+      }, total)
+      busy.set(`${c}`, [...(busy.get(`${c}`) ?? []), cost])
+    }
+    process.stderr.write(`article: round ${round + 1} of ${ROUNDS}\n`)
+  }
+
+  const counters = ARTICLE.indexOf(twoCounters)
+  const loneAt = (c: number, fill: number) => median(lone.get(`${c}|${fill}`) ?? [])
+  const growth = FILLS.map((f) => `${f}: +${ARTICLE_DECISIONS / (KEYS_PER_FILL[f] as number)}`).join(', ')
+  console.log(`Redis µs per decision (commandstats usec of what the client sends, including what runs inside a`)
+  console.log(`script or MULTI), one decision at a time on keys already holding 1, 10, 100 or 5 000 requests of`)
+  console.log(
+    `their one-hour window (each round adds to each key: ${growth}); ${ARTICLE_DECISIONS} decisions per cell,`,
+  )
+  console.log(`median of ${ROUNDS} rounds; ×: against the article's two counters.\n`)
+  console.log(`| contender | ${FILLS.map((f) => `${f.toLocaleString('en-US')} in window`).join(' | ')} |`)
+  console.log(`|---|${FILLS.map(() => '---:').join('|')}|`)
+  for (const [c, contender] of ARTICLE.entries()) {
+    const cells = FILLS.map((f) => `${loneAt(c, f).toFixed(2)} (×${(loneAt(c, f) / loneAt(counters, f)).toFixed(1)})`)
+    console.log(`| ${contender.name} | ${cells.join(' | ')} |`)
+  }
+  const busyAt = (c: number) => {
+    const samples = busy.get(`${c}`) ?? []
+    return { us: median(samples.map((s) => s.us)), cpuUs: median(samples.map((s) => s.cpuUs)) }
+  }
+  console.log(
+    `\n${IN_FLIGHT} decisions in flight on one connection over 10 000 keys, ${ARTICLE_DECISIONS * 10} decisions,`,
+  )
+  console.log(
+    `median of ${ROUNDS} rounds: commandstats µs and server CPU µs (INFO cpu: includes the sockets) per decision.\n`,
+  )
+  console.log('| contender | Redis µs / decision | × counters | server CPU µs / decision | × counters |')
+  console.log('|---|---:|---:|---:|---:|')
+  const floor = busyAt(counters)
+  for (const [c, contender] of BUSY.entries()) {
+    const { us, cpuUs } = busyAt(c)
+    console.log(
+      `| ${contender.name} | ${us.toFixed(2)} | ×${(us / floor.us).toFixed(2)} | ${cpuUs.toFixed(2)} | ×${(cpuUs / floor.cpuUs).toFixed(2)} |`,
+    )
+  }
+}
+
+try {
+  if (TABLE === undefined || TABLE === 'article') await articleTable()
+  if (TABLE === undefined) console.log('')
+  if (TABLE === undefined || TABLE === 'batches') await batchesTable()
 } finally {
   client.disconnect()
   admin.disconnect()

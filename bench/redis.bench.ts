@@ -99,6 +99,11 @@ const contenders: Contender[] = [
     make: sluice([{ limit: 1e6, window: 60_000, algorithm: 'fixed-window' }]),
   },
   { name: 'sluice RedisStore (gcra)', limits: 1, make: sluice([{ limit: 1e6, window: 60_000, algorithm: 'gcra' }]) },
+  {
+    name: 'sluice RedisStore (sliding-log)',
+    limits: 1,
+    make: sluice([{ limit: 10_000, window: 60_000, algorithm: 'sliding-log' }]),
+  },
   { name: 'sluice RedisStore (sliding-window), coalesce: false', limits: 1, make: sluice(['1000000/min'], false) },
   { name: 'sluice RedisStore (sliding-window), iovalkey', limits: 1, make: sluice(['1000000/min'], true, 'iovalkey') },
   {

@@ -7,7 +7,7 @@
  * leasing, and rate-limiter-flexible's RateLimiterRedis with inMemoryBlockOnConsumed (it has no
  * token bucket or GCRA: its fixed window, the peer's answer to the same load).
  *
- * Alone: tsx --conditions=source bench/distributed/buckets.ts [--seconds 2]
+ * Alone: flock /tmp/sluice-bench.lock pnpm bench:distributed --only buckets [--seconds 2]
  */
 import { spawn } from 'node:child_process'
 import { fileURLToPath, pathToFileURL } from 'node:url'
@@ -15,7 +15,7 @@ import { type Outcome, parsePolicies } from '@sluice/core'
 import { RedisStore, SyncedStore } from '@sluice/redis'
 import { Redis } from 'ioredis'
 import { RateLimiterRedis } from 'rate-limiter-flexible'
-import { parseCommandStats, startRedisServer } from '../../test/support/redis.js'
+import { parseCommandStats } from '../../test/support/redis.js'
 
 type Kind = 'RedisStore' | 'SyncedStore (leasing)' | 'RateLimiterRedis+inMemoryBlock (fixed window)'
 type Algorithm = 'token-bucket' | 'gcra'
@@ -146,19 +146,19 @@ function spawnChild(
   })
 }
 
-export const BUCKETS_HEADER = [
+const BUCKETS_HEADER = [
   '| processes | algorithm | store | decisions/s per process | script calls per decision | × RedisStore |',
   '| --- | --- | --- | --- | --- | --- |',
 ]
 
-/** The section's rows, on the server at `url` (`admin` reads its commandstats). */
+/** The section's table (header first), on the server at `url` (`admin` reads its commandstats). */
 export async function bucketRows(url: string, admin: Redis, seconds: number): Promise<string[]> {
   const scriptCalls = async () => {
     const stats = parseCommandStats(await admin.info('commandstats'))
     return (stats.evalsha?.calls ?? 0) + (stats.eval?.calls ?? 0)
   }
   const kinds: Kind[] = ['RedisStore', 'SyncedStore (leasing)', 'RateLimiterRedis+inMemoryBlock (fixed window)']
-  const rows: string[] = []
+  const rows: string[] = [...BUCKETS_HEADER]
   for (const processes of [1, 2, 4]) {
     for (const algorithm of ['token-bucket', 'gcra'] as const) {
       let redisStoreRate = 0
@@ -185,22 +185,8 @@ export async function bucketRows(url: string, admin: Redis, seconds: number): Pr
   return rows
 }
 
-async function main(): Promise<void> {
-  const argv = process.argv.slice(2)
-  const seconds = argv.includes('--seconds') ? Number(argv[argv.indexOf('--seconds') + 1]) : 2
-  const server = await startRedisServer()
-  const admin = new Redis(server.url)
-  try {
-    const rows = await bucketRows(server.url, admin, seconds)
-    console.log(`\n${BUCKETS_HEADER.join('\n')}\n${rows.join('\n')}`)
-  } finally {
-    admin.disconnect()
-    await server.stop()
-  }
-}
-
-// Only when run as a script: imported by distributed.bench.ts (whose children take `--child` too), nothing runs.
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  if (process.argv[2] === '--child') await child(JSON.parse(process.argv[3] ?? '{}') as ChildArgs)
-  else await main()
+// This module's own children (spawned by bucketRows); imported by distributed.bench.ts (whose
+// children take `--child` too), nothing runs.
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href && process.argv[2] === '--child') {
+  await child(JSON.parse(process.argv[3] ?? '{}') as ChildArgs)
 }

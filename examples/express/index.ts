@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net'
 import { MemoryStore } from '@sluice/core'
-import { concurrencyLimit, rateLimit } from '@sluice/express'
+import { concurrencyLimit, rateLimit, rateLimitOf } from '@sluice/express'
 import express from 'express'
 
 /** Items one `/api/items` call may ask for; each item costs one unit of the API quota. */
@@ -26,13 +26,17 @@ app.get('/', (_req, res) => {
 
 // Brute-force protection: 5 failed attempts a minute and at most 1 a second, per client IP. A
 // successful login is given back once answered (skipSuccessfulRequests), so only failures count.
-app.post('/login', rateLimit({ limits: ['5/min', '1/s'], skipSuccessfulRequests: true }), (req, res) => {
-  if (req.get('authorization') !== DEMO_LOGIN) {
-    res.status(401).json({ ok: false, failedAttemptsLeftThisMinute: req.rateLimit?.policies[0]?.remaining })
-    return
-  }
-  res.json({ ok: true })
-})
+app.post(
+  '/login',
+  rateLimit({ limits: ['5/min', { limit: 1, window: '1s', algorithm: 'gcra' }], skipSuccessfulRequests: true }),
+  (req, res) => {
+    if (req.get('authorization') !== DEMO_LOGIN) {
+      res.status(401).json({ ok: false, failedAttemptsLeftThisMinute: rateLimitOf(req)?.policies[0]?.remaining })
+      return
+    }
+    res.json({ ok: true })
+  },
+)
 
 // A quota of 200 items a minute per client: `?items=20` takes 20 units, `?items=1` takes one.
 app.get(
@@ -44,7 +48,10 @@ app.get(
   }),
   (req, res) => {
     const count = itemsOf(req.query.items)
-    res.json({ items: Array.from({ length: count }, (_, i) => ({ id: i + 1 })), quotaLeft: req.rateLimit?.remaining })
+    res.json({
+      items: Array.from({ length: count }, (_, i) => ({ id: i + 1 })),
+      quotaLeft: rateLimitOf(req)?.remaining,
+    })
   },
 )
 
@@ -68,6 +75,10 @@ Try:
   curl -i '${url}/api/items?items=40'                                   # takes 40 of 200 units a minute
   for i in 1 2 3; do curl -s ${url}/slow & done; wait                   # the third concurrent call is 429`)
 })
+
+// Ctrl-C (or a stop) ends the example with status 0, so `pnpm start` reports no failure.
+for (const signal of ['SIGINT', 'SIGTERM'] as const)
+  process.once(signal, () => server.close(() => process.exit(0)).closeAllConnections())
 
 /** A clear message instead of a stack trace when the port is taken (or not ours to use). */
 function failToListen(error: NodeJS.ErrnoException, port: number): never {

@@ -16,7 +16,7 @@ function accessToken(req: Request): string {
 }
 
 /**
- * A game backend that protects itself in a surge the seed's way: sessions last 30 minutes, so once
+ * A game backend that protects itself in a surge: sessions last 30 minutes, so once
  * more than `maxActive` players were active in the last 30 minutes, players already in a session
  * keep playing and newcomers get 429 until activity drops.
  */

@@ -26,12 +26,16 @@ app.get('/', (c) => c.json({ hello: 'world', routes: ['POST /login', 'GET /api/i
 // Brute-force protection: 5 failed attempts a minute and at most 1 a second, per client IP as the
 // runtime reports it (the socket on Node, CF-Connecting-IP on Workers; X-Forwarded-For is never
 // trusted by default). A successful login is given back (skipSuccessfulRequests): only failures count.
-app.post('/login', rateLimit({ limits: ['5/min', '1/s'], skipSuccessfulRequests: true }), (c) => {
-  if (c.req.header('authorization') !== DEMO_LOGIN) {
-    return c.json({ ok: false, failedAttemptsLeftThisMinute: c.get('rateLimit')?.policies[0]?.remaining }, 401)
-  }
-  return c.json({ ok: true })
-})
+app.post(
+  '/login',
+  rateLimit({ limits: ['5/min', { limit: 1, window: '1s', algorithm: 'gcra' }], skipSuccessfulRequests: true }),
+  (c) => {
+    if (c.req.header('authorization') !== DEMO_LOGIN) {
+      return c.json({ ok: false, failedAttemptsLeftThisMinute: c.get('rateLimit')?.policies[0]?.remaining }, 401)
+    }
+    return c.json({ ok: true })
+  },
+)
 
 // A quota of 200 items a minute per client: `?items=20` takes 20 units, `?items=1` takes one.
 app.get(

@@ -15,6 +15,9 @@ Try:
 })
 server.on('error', (error: NodeJS.ErrnoException) => failToListen(error, port))
 
+// Ctrl-C (or a stop) ends the example with status 0, so `pnpm start` reports no failure.
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => server.close(() => process.exit(0)))
+
 /** A clear message instead of a stack trace when the port is taken (or not ours to use). */
 function failToListen(error: NodeJS.ErrnoException, port: number): never {
   const reason =

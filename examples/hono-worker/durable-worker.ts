@@ -29,7 +29,7 @@ function limiterOn(limits: readonly PolicyInput[]): (env: Env) => Limiter {
   }
 }
 
-const loginLimiter = limiterOn(['5/min', '1/s'])
+const loginLimiter = limiterOn(['5/min', { limit: 1, window: '1s', algorithm: 'gcra' }])
 const itemsLimiter = limiterOn([{ limit: 200, window: '1m', algorithm: 'token-bucket', name: 'items' }])
 
 const app = new Hono<{ Bindings: Env }>()

@@ -27,14 +27,18 @@ router.get('/', (ctx) => {
 
 // Brute-force protection: 5 failed attempts a minute and at most 1 a second, per client IP. A
 // successful login is given back once answered (skipSuccessfulRequests), so only failures count.
-router.post('/login', rateLimit({ limits: ['5/min', '1/s'], skipSuccessfulRequests: true }), (ctx) => {
-  if (ctx.get('authorization') !== DEMO_LOGIN) {
-    ctx.status = 401
-    ctx.body = { ok: false, failedAttemptsLeftThisMinute: ctx.state.rateLimit?.policies[0]?.remaining }
-    return
-  }
-  ctx.body = { ok: true }
-})
+router.post(
+  '/login',
+  rateLimit({ limits: ['5/min', { limit: 1, window: '1s', algorithm: 'gcra' }], skipSuccessfulRequests: true }),
+  (ctx) => {
+    if (ctx.get('authorization') !== DEMO_LOGIN) {
+      ctx.status = 401
+      ctx.body = { ok: false, failedAttemptsLeftThisMinute: ctx.state.rateLimit?.policies[0]?.remaining }
+      return
+    }
+    ctx.body = { ok: true }
+  },
+)
 
 // A quota of 200 items a minute per client: `?items=20` takes 20 units, `?items=1` takes one.
 router.get(
@@ -74,6 +78,10 @@ Try:
   for i in 1 2 3; do curl -s ${url}/slow & done; wait                   # the third concurrent call is 429`)
 })
 server.on('error', (error: NodeJS.ErrnoException) => failToListen(error, port))
+
+// Ctrl-C (or a stop) ends the example with status 0, so `pnpm start` reports no failure.
+for (const signal of ['SIGINT', 'SIGTERM'] as const)
+  process.once(signal, () => server.close(() => process.exit(0)).closeAllConnections())
 
 /** A clear message instead of a stack trace when the port is taken (or not ours to use). */
 function failToListen(error: NodeJS.ErrnoException, port: number): never {

@@ -45,3 +45,7 @@ const server = app.listen(Number(process.env.PORT ?? 3000), () => {
   const { port } = server.address() as AddressInfo
   console.log(`observability example listening on http://localhost:${port} (metrics at /metrics)`)
 })
+
+// Ctrl-C (or a stop) ends the example with status 0, so `pnpm start` reports no failure.
+for (const signal of ['SIGINT', 'SIGTERM'] as const)
+  process.once(signal, () => server.close(() => process.exit(0)).closeAllConnections())

@@ -3,9 +3,9 @@
  * 10 requests a minute and 3 a second per client IP, counted in Redis.
  */
 import type { AddressInfo } from 'node:net'
-import { MemoryStore } from '@sluice/core'
-import { rateLimit } from '@sluice/express'
-import { RedisStore } from '@sluice/redis'
+import { FallbackShare } from '@sluice/core'
+import { rateLimit, rateLimitOf } from '@sluice/express'
+import { FleetSize, RedisStore } from '@sluice/redis'
 import express from 'express'
 import { Redis } from 'ioredis'
 
@@ -17,18 +17,21 @@ const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', {
 })
 redis.on('error', (error) => console.error(`[${process.pid}] redis: ${error.message}`))
 
+// How many processes share the limits, for the fallback's share.
+const fleet = new FleetSize({ client: redis, prefix: process.env.PREFIX ?? 'sluice-example:' })
+
 const app = express()
 app.get(
   '/',
   rateLimit({
     limits: ['10/min', { limit: 3, window: '1s', algorithm: 'gcra' }],
     store: new RedisStore({ client: redis, prefix: process.env.PREFIX ?? 'sluice-example:' }),
-    // Redis slow or down: decide in this process for a while instead of failing open.
-    onStoreError: new MemoryStore(),
+    // Redis slow or down: decide in this process, on its share of each limit, instead of failing open.
+    onStoreError: new FallbackShare({ processes: () => fleet.processes }),
     timeout: 200,
   }),
   (req, res) => {
-    res.json({ pid: process.pid, remaining: req.rateLimit?.remaining, source: req.rateLimit?.source })
+    res.json({ pid: process.pid, remaining: rateLimitOf(req)?.remaining, source: rateLimitOf(req)?.source })
   },
 )
 
@@ -43,7 +46,8 @@ const server = app.listen(port, '127.0.0.1', (error?: NodeJS.ErrnoException) => 
 
 process.on('SIGTERM', () => {
   server.close()
-  redis.disconnect()
+  // Leave the fleet at once (else the others count this process for 5 s more), then disconnect.
+  void fleet.close().finally(() => redis.disconnect())
 })
 
 /** A clear message instead of a stack trace when the port is taken (or not ours to use). */

@@ -323,6 +323,51 @@ const cases: Case[] = [
     },
   },
   {
+    name: 'a key function may return a number or a bigint, counted under its decimal text',
+    async run(h) {
+      for (const id of [42, 42n, Promise.resolve(42)]) {
+        const { store } = clocked()
+        const key = (() => id) as never
+        const spec = { use: [h.rateLimit({ limits: '1/min', store, key })], routes: [{ path: '/' }] }
+        await withApp(h, spec, async (app) => {
+          const first = await app.get('/')
+          expect(first.status).toBe(200)
+          expect(decisionOf(first)?.key).toBe('42')
+          expect((await app.get('/')).status).toBe(429)
+        })
+      }
+    },
+  },
+  {
+    name: 'a key function that returns no key is reported once and the request is keyed by the client IP',
+    async run(h) {
+      const error = vi.spyOn(console, 'error').mockImplementation(() => {})
+      try {
+        const { store } = clocked()
+        const returned: unknown[] = [undefined, null, '', { id: 7 }, Number.NaN]
+        let next = 0
+        const key = (async () => returned[next++]) as never
+        const spec = { use: [h.rateLimit({ limits: '4/min', store, key })], routes: [{ path: '/' }] }
+        await withApp(h, spec, async (app) => {
+          for (let i = 0; i < 4; i++) {
+            const reply = await app.get('/')
+            expect(reply.status).toBe(200)
+            expect(decisionOf(reply)).toMatchObject({ key: '127.0.0.1', remaining: 3 - i })
+          }
+          const fifth = await app.get('/')
+          expect(fifth.status).toBe(429)
+          expect(app.handled).toBe(4)
+        })
+        expect(error).toHaveBeenCalledTimes(1)
+        expect(String(error.mock.calls[0]?.[0])).toMatch(
+          /^\[sluice\] SLUICE_UNUSABLE_KEY: the key function returned undefined, which names no client/,
+        )
+      } finally {
+        error.mockRestore()
+      }
+    },
+  },
+  {
     name: 'statusCode and a string message replace the problem details',
     async run(h) {
       const { store } = clocked()

@@ -244,7 +244,7 @@ export const expressHarness: Harness = {
       const handler = route.handler ?? 'ok'
       router.get(route.path, ...((route.use ?? []) as unknown as RequestHandler[]), async (req, res) => {
         counter.handled++
-        if (handler === 'ok') return void res.json({ rateLimit: req.rateLimit ?? null })
+        if (handler === 'ok') return void res.json({ rateLimit: sluiceExpress.rateLimitOf(req) ?? null })
         if (handler === 'tick') return void res.json({ sameTick: inFirstTick.has(req) })
         if (handler === 'throw') throw new Error('handler failed')
         if (handler === 'text') return void res.end('handled')

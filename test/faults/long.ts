@@ -1,4 +1,4 @@
-// The fault suite's long form: four app processes, 3 s faults, the breaker's default 5 s cooldown,
+// The fault suite's long form: four app processes, 3 s faults, a 5 s breaker cooldown (the default before it became 1 s),
 // then a Cluster failover. Prints the tables of test/faults/README.md.
 //   pnpm test:faults [--short]
 import { LONG, runFailover, runFaultSuite, SHORT, table } from './run.js'

@@ -64,6 +64,8 @@ export interface FaultResult {
   bySource: Record<'store' | 'fallback' | 'error' | 'breaker open', number>
   /** From the fault's end to the last process's first decision by the store again. */
   recoveryMs: number
+  /** Hot-key requests the fallback store (onStoreError) admitted during the fault, in all processes. */
+  fallbackAdmitted: number
   /**
    * Most requests the store admitted on the hot key in one of its windows, from one window before
    * the fault to the next fault: the limit when counts survive, up to twice it when they are lost.
@@ -178,6 +180,8 @@ class Workers {
   readonly children: ChildProcess[] = []
   readonly exits: Promise<number | null>[] = []
   readonly ready: Promise<unknown>
+  /** Each process's FleetSize count at the end, once finished. */
+  processes: number[] = []
 
   /** Process i's store uses `libraries[i % libraries.length]`: every bound holds for each library. */
   constructor(config: Omit<WorkerConfig, 'library'>, count: number, libraries: readonly Library[]) {
@@ -205,6 +209,7 @@ class Workers {
       ),
     )
     const exitCodes = await Promise.all(this.exits)
+    this.processes = reports.map((report) => report.processes)
     const faults = phases.map((phase, i) =>
       measure(phase, phases[i + 1]?.start ?? Number.POSITIVE_INFINITY, reports, options),
     )
@@ -213,6 +218,42 @@ class Workers {
 
   kill(): void {
     for (const child of this.children) if (child.exitCode === null) child.kill('SIGKILL')
+  }
+}
+
+/**
+ * Redis frozen (SIGSTOP) for `faultMs` under processes whose `onStoreError` is a fallback store:
+ * `fallbackAdmitted` says how many hot-key requests the fallbacks admitted together during the
+ * stall (one window of the limit, which the stall stays inside), `recoveryMs` how soon every
+ * process decided by Redis again. `processes`: what each FleetSize counted.
+ */
+export async function runFallbackStall(
+  options: SuiteOptions,
+  fallback: 'memory' | 'share',
+): Promise<SuiteResult & { processes: number[] }> {
+  const server = await startRedisServer()
+  const workers = new Workers(
+    { ...options.worker, port: server.port, prefix: prefixOf(), fallback },
+    options.workers,
+    LIBRARIES,
+  )
+  try {
+    await workers.ready
+    // The heartbeats (one a second) tell each process how many share the limit.
+    await sleep(Math.max(options.baselineMs, 2500))
+    // Start just after a window turns, so that the stall stays inside one window of the fallback.
+    const { windowMs } = options.worker
+    await sleep(windowMs - (Date.now() % windowMs) + 200)
+    const start = Date.now()
+    process.kill(server.pid as number, 'SIGSTOP')
+    await sleep(options.faultMs)
+    process.kill(server.pid as number, 'SIGCONT')
+    const phases: Phase[] = [{ fault: 'SIGSTOP, SIGCONT', start, end: Date.now() }]
+    await sleep(options.recoveryMs)
+    return { ...(await workers.finish(phases, options)), processes: workers.processes }
+  } finally {
+    workers.kill()
+    await server.stop()
   }
 }
 
@@ -247,6 +288,7 @@ async function apply(fault: (typeof FAULTS)[number], server: RedisServer, faultM
 
 function measure(phase: Phase, until: number, reports: WorkerReport[], options: SuiteOptions): FaultResult {
   const bySource = { store: 0, fallback: 0, error: 0, 'breaker open': 0 }
+  let fallbackAdmitted = 0
   let longestWaitMs = 0
   let waited = 0
   let waitedBeforeOpen = 0
@@ -257,6 +299,7 @@ function measure(phase: Phase, until: number, reports: WorkerReport[], options: 
     const inPhase = report.samples.filter((s) => s.at >= phase.start && s.at < until)
     const opened = report.opened.find((t) => t >= phase.start && t < until) ?? Number.POSITIVE_INFINITY
     for (const s of inPhase) {
+      if (s.hot && s.allowed && s.source === 'fallback' && s.at < phase.end) fallbackAdmitted++
       bySource[s.skipped ? 'breaker open' : s.source]++
       longestWaitMs = Math.max(longestWaitMs, s.ms)
       if (s.ms > WAITED_MS) {
@@ -282,6 +325,7 @@ function measure(phase: Phase, until: number, reports: WorkerReport[], options: 
     waited,
     bySource,
     recoveryMs: Math.round(recoveryMs),
+    fallbackAdmitted,
     mostAdmittedPerWindow: Math.max(0, ...admitted.values()),
   }
 }

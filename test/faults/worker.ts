@@ -2,8 +2,8 @@
 // load (a decision every `tickMs` on the shared hot key, and one on a random key), recording
 // every decision. The parent sends 'stop'; the worker answers with its records and exits.
 // Run as: node --import tsx --conditions=source test/faults/worker.ts '<config json>'
-import { BreakerOpenError, createLimiter, type ObserveEvent } from '@sluice/core'
-import { RedisStore } from '@sluice/redis'
+import { BreakerOpenError, createLimiter, FallbackShare, MemoryStore, type ObserveEvent } from '@sluice/core'
+import { FleetSize, RedisStore } from '@sluice/redis'
 import { type ClientKind, clientKind } from '../support/clients.js'
 
 export interface WorkerConfig {
@@ -19,6 +19,11 @@ export interface WorkerConfig {
   timeoutMs: number
   cooldownMs: number
   tickMs: number
+  /**
+   * `onStoreError`: 'allow' when absent; 'memory' a MemoryStore (the whole limit in each process);
+   * 'share' a FallbackShare of the processes a FleetSize counts (this process's share).
+   */
+  fallback?: 'memory' | 'share'
 }
 
 /** One decision: when it was asked (epoch ms), how long it took, who decided. */
@@ -40,6 +45,8 @@ export interface WorkerReport {
   readonly opened: number[]
   readonly closed: number[]
   readonly unhandled: number
+  /** The processes this one's FleetSize counted at the end (0 without a shared fallback). */
+  readonly processes: number
 }
 
 const config = JSON.parse(process.argv[2] as string) as WorkerConfig
@@ -55,9 +62,16 @@ const { client, close } = config.cluster
 
 const opened: number[] = []
 const closed: number[] = []
+const fleet = config.fallback === 'share' ? new FleetSize({ client, prefix: config.prefix }) : undefined
 const limiter = createLimiter({
   limits: [{ limit: config.limit, window: config.windowMs, algorithm: 'fixed-window' }],
   store: new RedisStore({ client, prefix: config.prefix, deniedCache: false }),
+  onStoreError:
+    fleet !== undefined
+      ? new FallbackShare({ processes: () => fleet.processes })
+      : config.fallback === 'memory'
+        ? new MemoryStore()
+        : 'allow',
   timeout: config.timeoutMs,
   breaker: { failures: 5, cooldown: config.cooldownMs },
   observe: (event: ObserveEvent) => {
@@ -94,10 +108,12 @@ const decide = (key: string, hot: boolean) => {
     clearInterval(timer)
     // Decisions still in flight finish within the timeout.
     setTimeout(() => {
-      const report: WorkerReport = { samples, opened, closed, unhandled }
+      const report: WorkerReport = { samples, opened, closed, unhandled, processes: fleet?.processes ?? 0 }
       process.send?.(report, () => {
-        close()
-        process.exit(0)
+        void (fleet?.close() ?? Promise.resolve()).finally(() => {
+          close()
+          process.exit(0)
+        })
       })
     }, config.timeoutMs + 50)
   })

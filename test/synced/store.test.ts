@@ -4,7 +4,7 @@ import { type RedisClient, SyncedStore } from '@sluice/redis'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { CLIENTS, type TestClient } from '../support/clients.js'
-import { findRedis, type RedisServer, uniquePrefix } from '../support/redis.js'
+import { findRedis, freePort, type RedisServer, uniquePrefix } from '../support/redis.js'
 import { unhandledRejections } from '../support/unhandled.js'
 
 const redis = await findRedis()
@@ -91,7 +91,7 @@ describe.skipIf(!redis).each(CLIENTS)('SyncedStore on one Redis (stores as nodes
         await import('../../packages/redis/src/synced/sync-lua.js')
       ).SYNC_LUA,
     )) as string
-    const reply = (await client.evalsha(sha, 1, keys[0] as string, 'a:n0', 'r:n0', 7, 0, '0', 5000)) as number[]
+    const reply = (await client.evalsha(sha, 1, keys[0] as string, 'a:n0', 'r:n0', 7, 0, 0, '0', 5000)) as number[]
     expect(reply[2]).toBe(7)
     await a.close()
   })
@@ -270,6 +270,9 @@ describe.skipIf(!redis).each(CLIENTS)('SyncedStore on one Redis (stores as nodes
       ['nodeId', { client, nodeId: '' }],
       ['now', { client, now: 5 }],
       ['observe', { client, observe: 'x' }],
+      ['weight', { client, weight: 0 }],
+      ['weight', { client, weight: 1.2 }],
+      ['weight', { client, weight: '0.5' }],
     ]
     for (const [field, options] of bad) {
       expect(() => new SyncedStore(options as never), field).toThrow(ConfigError)
@@ -305,6 +308,30 @@ describe('SyncedStore with Redis unreachable', () => {
     expect(rejections.seen).toEqual([])
   })
 
+  it('unreachable from the start, on a default client: 8 decisions of each algorithm answer in the same tick, within 50 ms in all', async () => {
+    const client = new Redis({ port: await freePort() }) // nothing listens there; ioredis defaults otherwise
+    client.on('error', () => {})
+    const store = new SyncedStore({ client })
+    for (const algorithm of ['fixed-window', 'sliding-window', 'token-bucket', 'gcra'] as const) {
+      // 8 of a limit of 8: a connected store would go exact (one script call each) from the 7th.
+      const set = parsePolicies({ limit: 8, window: 60_000, algorithm })
+      const started = performance.now()
+      const answers = Array.from({ length: 8 }, () => store.consume(`${algorithm}-k`, set, 1))
+      const elapsed = performance.now() - started
+      for (const answer of answers) expect(isThenable(answer as never), algorithm).toBe(false)
+      expect(
+        answers.filter((a) => allowed(a as Outcome[])),
+        algorithm,
+      ).toHaveLength(8)
+      expect(elapsed, algorithm).toBeLessThanOrEqual(50)
+    }
+    expect(store.degraded).toBe(true)
+    await store.close()
+    client.disconnect()
+    await new Promise((r) => setTimeout(r, 50))
+    expect(rejections.seen).toEqual([])
+  })
+
   it('token bucket and gcra: a failed call is decided on this node’s share, then no call while degraded', async () => {
     let now = 1_700_000_000_000
     const client = new Redis({ port: 1, lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false })
@@ -329,5 +356,64 @@ describe('SyncedStore with Redis unreachable', () => {
     client.disconnect()
     await new Promise((r) => setTimeout(r, 50))
     expect(rejections.seen).toEqual([])
+  })
+})
+
+describe.skipIf(!redis)('SyncedStore with Redis lost after some syncs: weighted shares', () => {
+  const T = 1_700_000_000_000
+  const set = parsePolicies({ limit: 100, window: 60_000, algorithm: 'fixed-window' })
+  /** Two nodes on their own clients, 90 % of the key's traffic on the first: 46 and 5 admitted, synced. */
+  const twoNodes = async (weight?: number) => {
+    const prefix = uniquePrefix('weighted')
+    const clients = [0, 1].map(() => new Redis((redis as RedisServer).url))
+    for (const c of clients) {
+      c.on('error', () => {})
+      await c.ping()
+    }
+    const [busy, quiet] = clients.map(
+      (client, i) =>
+        new SyncedStore({
+          client,
+          prefix,
+          nodeId: `n${i}`,
+          now: () => T,
+          exactAbove: 1,
+          ...(weight === undefined ? {} : { weight }),
+        }),
+    ) as [SyncedStore, SyncedStore]
+    for (let i = 0; i < 50; i++)
+      expect(allowed((i % 10 === 9 ? quiet : busy).consume('k', set, 1) as Outcome[])).toBe(true)
+    await busy.flush()
+    await quiet.flush()
+    // A sync brings back the keys decided here since the last one: the busy node decides once more to hear the 50.
+    busy.consume('k', set, 1)
+    await busy.flush()
+    // Once a client reports it has no connection, its node is degraded at once.
+    await Promise.all(
+      clients.map((c) => {
+        const ended = new Promise((resolve) => c.once('end', resolve))
+        c.disconnect()
+        return ended
+      }),
+    )
+    expect(busy.degraded && quiet.degraded).toBe(true)
+    const offer = (store: SyncedStore, count: number) =>
+      Array.from({ length: count }, () => store.consume('k', set, 1)).filter((a) => allowed(a as Outcome[])).length
+    return { busy, quiet, offer }
+  }
+
+  it('each node enforces its recent share of the key’s traffic: the busy node 90 %, the quiet one 10 %; the fleet stays within the limit', async () => {
+    const { busy, quiet, offer } = await twoNodes()
+    const more = { busy: offer(busy, 90), quiet: offer(quiet, 10) }
+    // The busy node had 46 of the 51 counted: 90 of the limit is its share, 44 more. Limit ÷ 2 would have left it 4.
+    expect(more).toEqual({ busy: 44, quiet: 5 })
+    expect(51 + more.busy + more.quiet).toBeLessThanOrEqual(100)
+    await Promise.all([busy.close(), quiet.close()])
+  })
+
+  it('weight: the operator’s share of each limit instead of the learned one', async () => {
+    const { busy, quiet, offer } = await twoNodes(0.5)
+    expect({ busy: offer(busy, 90), quiet: offer(quiet, 90) }).toEqual({ busy: 4, quiet: 45 })
+    await Promise.all([busy.close(), quiet.close()])
   })
 })

@@ -2,7 +2,7 @@
 // vitest only sees that they are no-ops. They hold the types a user gets without reading the source.
 import type { Decision, PolicyDecision } from '@sluice/core'
 import { ConfigError, createLimiter } from '@sluice/core'
-import { rateLimit as expressRateLimit } from '@sluice/express'
+import { rateLimit as expressRateLimit, rateLimitOf } from '@sluice/express'
 import { rateLimit as honoRateLimit, type RateLimitVariables } from '@sluice/hono'
 import { rateLimit as koaRateLimit } from '@sluice/koa'
 import express from 'express'
@@ -11,11 +11,11 @@ import Koa from 'koa'
 import { describe, expect, expectTypeOf, it } from 'vitest'
 
 describe('types a user gets without declaring anything', () => {
-  it('Express: req.rateLimit after app.use(rateLimit(...))', () => {
+  it('Express: rateLimitOf(req) after app.use(rateLimit(...))', () => {
     const app = express()
     app.use(expressRateLimit({ limits: ['100/min'] }))
     app.get('/', (req, res) => {
-      expectTypeOf(req.rateLimit).toEqualTypeOf<Decision | undefined>()
+      expectTypeOf(rateLimitOf(req)).toEqualTypeOf<Decision | undefined>()
       res.end()
     })
   })

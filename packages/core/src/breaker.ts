@@ -5,13 +5,17 @@ import { ConfigError } from './errors.js'
 export interface BreakerOptions {
   /** Consecutive store failures or timeouts that open the breaker. Default 5. */
   failures?: number
-  /** How long decisions skip the store before one probe asks it again. Default `'5s'`. */
+  /**
+   * How long decisions skip the store before one probe asks it again. Default `'1s'`: decisions
+   * come back to the store within about a second of it answering again, for one probe a second
+   * per process while it does not (a probe into a stalled store waits the limiter's timeout).
+   */
   cooldown?: number | string
   /** The clock, in milliseconds (default `Date.now`): tests pass their own. */
   now?: () => number
 }
 
-export const DEFAULT_BREAKER = Object.freeze({ failures: 5, cooldown: 5000 })
+export const DEFAULT_BREAKER = Object.freeze({ failures: 5, cooldown: 1000 })
 
 /** The error of a decision made while the breaker is open: the store was not asked. */
 export class BreakerOpenError extends Error {

@@ -1,51 +1,69 @@
+import { didYouMean } from './did-you-mean.js'
 import { ConfigError } from './errors.js'
 
-const UNIT_MS: Readonly<Record<string, number>> = {
+/**
+ * Every unit a duration may be written in, and its length: the one list the parser, its errors
+ * and the docs use. Lower case only: 'M' could be a month as well as a minute.
+ */
+export const DURATION_UNIT_MS = {
   ms: 1,
+  msec: 1,
+  msecs: 1,
+  millisecond: 1,
+  milliseconds: 1,
   s: 1_000,
   sec: 1_000,
+  secs: 1_000,
+  second: 1_000,
+  seconds: 1_000,
   m: 60_000,
   min: 60_000,
+  mins: 60_000,
+  minute: 60_000,
+  minutes: 60_000,
   h: 3_600_000,
+  hr: 3_600_000,
+  hrs: 3_600_000,
   hour: 3_600_000,
+  hours: 3_600_000,
   d: 86_400_000,
   day: 86_400_000,
-}
+  days: 86_400_000,
+} as const
 
-/** The units error messages list; `UNIT_ALIASES` are accepted as well. */
-export const DURATION_UNITS = Object.keys(UNIT_MS)
+/** A unit of a duration string: `'ms'`, `'s'`, `'min'`, `'hours'`, … */
+export type DurationUnit = keyof typeof DURATION_UNIT_MS
 
-/** Plural and long unit names people type ('100/minute', '15 minutes', '1 hours'). */
-const UNIT_ALIASES: Readonly<Record<string, string>> = {
-  msec: 'ms',
-  msecs: 'ms',
-  millisecond: 'ms',
-  milliseconds: 'ms',
-  secs: 's',
-  second: 's',
-  seconds: 's',
-  mins: 'm',
-  minute: 'm',
-  minutes: 'm',
-  hr: 'h',
-  hrs: 'h',
-  hours: 'h',
-  days: 'd',
-}
+/** Every unit, in `DURATION_UNIT_MS`'s order. */
+export const DURATION_UNITS = Object.keys(DURATION_UNIT_MS) as DurationUnit[]
 
-function unitMs(unit: string): number | undefined {
-  const lower = unit.toLowerCase()
-  const name = Object.hasOwn(UNIT_ALIASES, lower) ? (UNIT_ALIASES[lower] as string) : lower
-  return Object.hasOwn(UNIT_MS, name) ? UNIT_MS[name] : undefined
-}
+/** The units as error messages and the docs list them: the spellings of one length joined by `/`. */
+export const DURATION_UNITS_TEXT = [...new Set(Object.values(DURATION_UNIT_MS))]
+  .map((ms) => DURATION_UNITS.filter((unit) => DURATION_UNIT_MS[unit] === ms).join('/'))
+  .join(', ')
+
+const DURATION = /^\s*(\d+(?:\.\d+)?)?\s*([a-z]+)\s*$/i
 
 /** `'5m'` → 300000, `'min'` → 60000, `'1.5s'` → 1500. Returns undefined when it is not a duration. */
 export function parseDurationString(text: string): number | undefined {
-  const match = /^\s*(\d+(?:\.\d+)?)?\s*([a-z]+)\s*$/i.exec(text)
+  const match = DURATION.exec(text)
   if (!match) return undefined
-  const unit = unitMs(match[2] as string)
-  if (unit === undefined) return undefined
-  return (match[1] === undefined ? 1 : Number(match[1])) * unit
+  const unit = match[2] as string
+  if (!Object.hasOwn(DURATION_UNIT_MS, unit)) return undefined
+  return (match[1] === undefined ? 1 : Number(match[1])) * DURATION_UNIT_MS[unit as DurationUnit]
+}
+
+/**
+ * What to write instead of a duration string whose unit is unknown: `'; did you mean "5min"?'`,
+ * or an empty string when nothing is close.
+ */
+export function durationHint(text: string): string {
+  const match = DURATION.exec(text)
+  if (!match) return ''
+  const [, amount = '', unit = ''] = match
+  if (unit === 'M') return '; "M" is not a unit: minutes are "m" or "min" (there are no months)'
+  const closest = didYouMean(unit, DURATION_UNITS)
+  return closest === undefined ? '' : `; did you mean "${amount}${closest}"?`
 }
 
 /**
@@ -58,7 +76,9 @@ export function toMilliseconds(field: string, value: unknown, { allowZero = fals
     throw new ConfigError(
       field,
       value,
-      `must be a duration: milliseconds, or a string such as "30s" or "5m" (units: ${DURATION_UNITS.join(', ')})`,
+      `must be a duration: milliseconds, or a string such as "30s" or "5m"${
+        typeof value === 'string' ? durationHint(value) : ''
+      } (units: ${DURATION_UNITS_TEXT})`,
     )
   }
   if (!Number.isInteger(ms)) throw new ConfigError(field, value, 'must be a whole number of milliseconds')

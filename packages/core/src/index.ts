@@ -1,11 +1,15 @@
+export type { AcquireOptions } from './acquire.js'
 export * from './admission/index.js'
 export * from './algorithms/index.js'
 export type { BreakerOptions } from './breaker.js'
 export { BreakerOpenError } from './breaker.js'
 export type { Decision, DecisionSource, PolicyDecision } from './decision.js'
 export { toDecision } from './decision.js'
+export type { DurationUnit } from './duration.js'
 export { parseDurationString, toMilliseconds } from './duration.js'
 export { ConfigError, StoreFullError, StoreTimeoutError } from './errors.js'
+export type { FallbackShareOptions } from './fallback-share.js'
+export { FallbackShare } from './fallback-share.js'
 export * from './http/index.js'
 export type { OptionHint } from './known-options.js'
 export { assertKnownOptions, FOREIGN_OPTION_HINTS } from './known-options.js'
@@ -24,7 +28,17 @@ export type {
   SyncEvent,
 } from './observe.js'
 export { containObserve } from './observe.js'
-export type { AlgorithmName, Policy, PolicyInput, PolicyOptions, PolicySet } from './policy.js'
+export type {
+  AlgorithmName,
+  CheckedLimits,
+  DurationText,
+  NotAShorthand,
+  Policy,
+  PolicyInput,
+  PolicyOptions,
+  PolicySet,
+  ShorthandPolicy,
+} from './policy.js'
 export {
   ALGORITHMS,
   capacityOf,

@@ -1,5 +1,6 @@
+import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
-import { toMilliseconds } from './duration.js'
+import { DURATION_UNIT_MS, DURATION_UNITS, DURATION_UNITS_TEXT, toMilliseconds } from './duration.js'
 import { ConfigError } from './errors.js'
 import type { Adapter } from './http/options.js'
 import { createRateLimitHandler } from './http/rate-limit.js'
@@ -73,5 +74,54 @@ describe('plural and long unit names', () => {
     expect(toMilliseconds('timeout', '2 seconds')).toBe(2000)
     expect(configError(() => parsePolicy('100/fortnight')).field).toBe('limit')
     expect(configError(() => parsePolicy('100/constructor')).field).toBe('limit')
+  })
+})
+
+describe('did you mean', () => {
+  it.each([
+    ['skipSuccesfulRequests', 'skipSuccessfulRequests'],
+    ['onStoreErorr', 'onStoreError'],
+    ['namepsace', 'namespace'],
+    ['limts', 'limits'],
+    ['Timeout', 'timeout'],
+  ])('%s: did you mean %s?', (typed, meant) => {
+    const build = () => createRateLimitHandler({ limits: '1/s', [typed]: true } as never, adapter)
+    const error = configError(build)
+    expect(error.field).toBe(typed)
+    expect(error.message).toContain(`is not an option of rateLimit(): did you mean ${meant}?`)
+  })
+
+  it('names nothing when no option is close', () => {
+    const error = configError(() => createLimiter({ limits: '1/s', frobnicate: 1 } as LimiterOptions))
+    expect(error.message).not.toMatch(/did you mean/)
+    expect(error.message).toMatch(/known options: limits, store/)
+  })
+})
+
+describe('units: one list for the parser, the errors and the docs', () => {
+  it('accepts every listed unit, in lower case only', () => {
+    for (const unit of DURATION_UNITS) expect(toMilliseconds('window', `2${unit}`)).toBe(2 * DURATION_UNIT_MS[unit])
+    expect(configError(() => toMilliseconds('window', '2S')).message).toMatch(/did you mean "2s"\?/)
+  })
+
+  it("refuses 'M', which could be a month, with a hint for minutes", () => {
+    const error = configError(() => parsePolicy('100/M', 'limits[0]'))
+    expect(error.field).toBe('limits[0]')
+    expect(error.message).toMatch(/"M" is not a unit: minutes are "m" or "min"/)
+  })
+
+  it('suggests the closest unit, and lists all of them', () => {
+    expect(configError(() => parsePolicy('100/mni')).message).toMatch(/did you mean "min"\?/)
+    expect(configError(() => toMilliseconds('timeout', '5 secnds')).message).toMatch(/did you mean "5seconds"\?/)
+    expect(configError(() => parsePolicy('100/fortnight')).message).toContain(`(units: ${DURATION_UNITS_TEXT})`)
+  })
+
+  it('the core README lists exactly these units', () => {
+    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
+    expect(readme).toContain(
+      `units ${DURATION_UNITS_TEXT.split(', ')
+        .map((u) => `\`${u}\``)
+        .join(', ')}`,
+    )
   })
 })

@@ -1,3 +1,4 @@
+import { didYouMean } from './did-you-mean.js'
 import { ConfigError } from './errors.js'
 
 /** What to write instead of an option of another limiter; a function when it depends on the value. */
@@ -44,7 +45,7 @@ export const FOREIGN_OPTION_HINTS: Readonly<Record<string, OptionHint>> = {
 
 /**
  * Rejects misspelt or foreign options with a ConfigError naming the known ones, and the right
- * one when we can tell (a hint, or a known name spelt with other capitals). An option set to
+ * one when we can tell (a hint, or the known name closest by edit distance). An option set to
  * undefined is ignored, as a missing one.
  */
 export function assertKnownOptions(
@@ -57,12 +58,12 @@ export function assertKnownOptions(
     if (known.includes(name) || options[name] === undefined) continue
     const value = options[name]
     const hint = hints[name] ?? FOREIGN_OPTION_HINTS[name]
-    const sameLetters = known.find((option) => option.toLowerCase() === name.toLowerCase())
+    const closest = didYouMean(name, known)
     const advice =
       hint !== undefined
         ? `: ${typeof hint === 'function' ? hint(value) : hint}`
-        : sameLetters !== undefined
-          ? `: did you mean ${sameLetters}?`
+        : closest !== undefined
+          ? `: did you mean ${closest}?`
           : ''
     throw new ConfigError(name, value, `is not an option of ${fn}${advice} (known options: ${known.join(', ')})`)
   }

@@ -1,3 +1,4 @@
+import { type AcquireOptions, acquirer } from './acquire.js'
 import type { Outcome } from './algorithms/index.js'
 import { type BreakerOptions, breakerOf } from './breaker.js'
 import { Deadlines } from './deadlines.js'
@@ -8,6 +9,7 @@ import { assertKnownOptions } from './known-options.js'
 import { consumeEntries, MemoryStore } from './memory-store.js'
 import { containObserve, describeError, type Observe } from './observe.js'
 import {
+  type CheckedLimits,
   capacityOf,
   type Policy,
   type PolicyInput,
@@ -18,6 +20,7 @@ import {
   withMaxDelay,
 } from './policy.js'
 import { type Awaitable, andThen, isThenable, type Store } from './store.js'
+import { storedKey } from './stored-key.js'
 
 /** Options of `createLimiter`. */
 export interface LimiterOptions {
@@ -77,6 +80,14 @@ export interface Limiter {
   readonly policies: readonly Policy[]
   /** Decides and, if admitted, takes `cost` from every policy. Never rejects for "limited". */
   consume(key: string, options?: ConsumeOptions): Promise<Decision>
+  /**
+   * Waits until the key has room for `cost`, then takes it: resolves with the admitted decision
+   * (after sleeping each denial's `retryAfter`; no polling), or with the denial once admission
+   * would come after `maxWait`; rejects with the signal's reason when `signal` aborts. Waiters on
+   * one key in this process are admitted first come, first served. For job queues and calls to
+   * an API whose limit you must keep.
+   */
+  acquire(key: string, options?: AcquireOptions): Promise<Decision>
   /** What `consume` with cost 1 would decide, consuming nothing. */
   peek(key: string): Promise<Decision>
   reset(key: string): Promise<void>
@@ -128,8 +139,14 @@ const PEEK = 0
 /** How long a request denied by `onStoreError: 'deny'` is told to wait. */
 const DENY_ON_ERROR_RETRY_MS = 1000
 
-/** A limiter for `options.limits` on `options.store` (a new `MemoryStore` by default). Throws a `ConfigError` naming the field for invalid options. */
-export function createLimiter(options: LimiterOptions): Limiter {
+/**
+ * A limiter for `options.limits` on `options.store` (a new `MemoryStore` by default). Throws a
+ * `ConfigError` naming the field for invalid options; a string literal in `limits` that is no
+ * shorthand policy does not compile.
+ */
+export function createLimiter<const L extends LimiterOptions['limits'] = LimiterOptions['limits']>(
+  options: LimiterOptions & { limits: L & CheckedLimits<L> },
+): Limiter {
   if (options === null || typeof options !== 'object') {
     throw new ConfigError('options', options, 'must be an object such as { limits: ["100/min"] }')
   }
@@ -150,6 +167,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   }
   /** The key as stored: the namespace's, so that ':' in a key can never reach another namespace. */
   const prefix = namespace === undefined ? '' : `${namespace}:`
+  const stored = (key: string): string => prefix + storedKey(key)
   const breaker = breakerOf(options.breaker)
   const emit = containObserve(options.observe)
   const maxCost = Math.min(...set.policies.map(capacityOf))
@@ -162,7 +180,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
 
   /** Asks a store for a decision: a consume of `cost`, or a peek when cost is PEEK. */
   const ask = (target: Store, key: string, cost: number): Awaitable<readonly Outcome[]> =>
-    cost === PEEK ? target.peek(prefix + key, set) : target.consume(prefix + key, set, cost)
+    cost === PEEK ? target.peek(stored(key), set) : target.consume(stored(key), set, cost)
 
   /** The store answered: close a breaker this probe was testing, and say so when an outage ends. */
   const recovered = (probe: boolean): void => {
@@ -230,7 +248,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     const entries = cost !== PEEK && store.consume === memoryConsume
     let answer: Awaitable<readonly Outcome[]>
     try {
-      answer = entries ? consumeEntries(store as MemoryStore, prefix + key, set, cost) : ask(store, key, cost)
+      answer = entries ? consumeEntries(store as MemoryStore, stored(key), set, cost) : ask(store, key, cost)
     } catch (error) {
       const decided = onFailure(key, cost, error)
       if (probe) countFailure(probe, error)
@@ -298,13 +316,14 @@ export function createLimiter(options: LimiterOptions): Limiter {
         return Promise.reject(error)
       }
     },
+    acquire: (key, acquireOptions) => acquire(key, acquireOptions),
     peek(key) {
       if (typeof key !== 'string') return Promise.reject(keyError(key))
       return promised(decide(key, PEEK))
     },
     async reset(key) {
       if (typeof key !== 'string') throw keyError(key)
-      await settle(store.reset(prefix + key, set), deadlines)
+      await settle(store.reset(stored(key), set), deadlines)
     },
     async refund(key, refundOptions) {
       const cost: unknown = refundOptions?.cost === undefined ? 1 : refundOptions.cost
@@ -322,7 +341,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       if (admittedAt !== undefined && (typeof admittedAt !== 'number' || !Number.isFinite(admittedAt))) {
         throw new ConfigError('admittedAt', admittedAt, 'must be epoch milliseconds from limiter.clock()')
       }
-      await settle(store.refund(prefix + key, set, cost as number, admittedAt), deadlines)
+      await settle(store.refund(stored(key), set, cost as number, admittedAt), deadlines)
     },
     async penalty(key, penaltyOptions) {
       const cost: unknown = penaltyOptions?.cost === undefined ? 1 : penaltyOptions.cost
@@ -333,7 +352,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       if (store.penalize === undefined) {
         throw new ConfigError('store', store, 'cannot take a penalty: use a MemoryStore or RedisStore')
       }
-      await settle(store.penalize(prefix + key, set, cost), deadlines)
+      await settle(store.penalize(stored(key), set, cost), deadlines)
       return run(key, PEEK)
     },
     async block(key, duration) {
@@ -349,10 +368,11 @@ export function createLimiter(options: LimiterOptions): Limiter {
       if (store.block === undefined) {
         throw new ConfigError('store', store, 'cannot block: use a MemoryStore or RedisStore')
       }
-      await settle(store.block(prefix + key, set, ms), deadlines)
+      await settle(store.block(stored(key), set, ms), deadlines)
       return run(key, PEEK)
     },
   }
+  const acquire = acquirer(limiter)
   immediateConsumers.set(limiter, consumeNow)
   sharing.set(limiter, { store, set, namespace })
   return limiter

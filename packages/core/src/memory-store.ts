@@ -131,6 +131,8 @@ export class MemoryStore implements Store {
    */
   readonly #origin: number
   readonly #entries = new Map<string, Held>()
+  /** SLUICE_MEMORY_STORE_FULL is said once: a full store refuses every new key. */
+  #warnedFull = false
   readonly #policyIndex = new Map<string, number>()
   readonly #plans = new WeakMap<PolicySet, Plan>()
   /** The last set's plan: a limiter uses one set, so this saves the WeakMap lookup. */
@@ -609,6 +611,14 @@ export class MemoryStore implements Store {
         this.#entries.delete(key)
         return
       }
+    }
+    if (!this.#warnedFull) {
+      this.#warnedFull = true
+      console.warn(
+        `[sluice] SLUICE_MEMORY_STORE_FULL: all ${this.maxKeys} keys (maxKeys) of a MemoryStore are limited, so a new key ` +
+          "is decided by the limiter's onStoreError ('allow' by default: admitted unlimited) until one expires. " +
+          'Set maxKeys above the number of clients that can be limited at once. Reported once per store.',
+      )
     }
     throw new StoreFullError(
       `MemoryStore is full: all ${this.maxKeys} keys are currently limited, so none can be forgotten safely; raise maxKeys`,

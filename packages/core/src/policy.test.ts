@@ -85,7 +85,7 @@ describe('misconfiguration is a ConfigError naming the field and the value', () 
     ['negative window', { limit: 1, window: -1000 }, 'limits[0].window', /got -1000/],
     ['fractional window', { limit: 1, window: 0.5 }, 'limits[0].window', /whole number of milliseconds, got 0.5/],
     ['Infinity window', { limit: 1, window: Number.POSITIVE_INFINITY }, 'limits[0].window', /got Infinity/],
-    ['unknown unit', '100/fortnight', 'limits[0]', /units: ms, s, sec.*got "100\/fortnight"/],
+    ['unknown unit', '100/fortnight', 'limits[0]', /units: ms\/msec.*got "100\/fortnight"/],
     ['unknown unit in object window', { limit: 1, window: '5 weeks' }, 'limits[0].window', /"5 weeks"/],
     ['garbage shorthand', 'lots', 'limits[0]', /"lots"/],
     ['hex shorthand', '0x10/s', 'limits[0]', /"0x10\/s"/],

@@ -1,4 +1,10 @@
-import { DURATION_UNITS, parseDurationString, toMilliseconds } from './duration.js'
+import {
+  DURATION_UNITS_TEXT,
+  type DurationUnit,
+  durationHint,
+  parseDurationString,
+  toMilliseconds,
+} from './duration.js'
 import { ConfigError } from './errors.js'
 
 /** The algorithm names a policy accepts, `sliding-window` being the default. */
@@ -50,6 +56,34 @@ export interface PolicyOptions {
 
 /** A shorthand such as `'100/min'` or `'10/5m'`, or the object form. */
 export type PolicyInput = string | PolicyOptions
+
+/** A window as a shorthand writes it: `'min'`, `'5m'`, `'15 minutes'`. */
+export type DurationText = DurationUnit | `${number}${DurationUnit}` | `${number} ${DurationUnit}`
+
+/** The shape of a shorthand policy, `'<limit>/<window>'`: what a string literal in `limits` must match. */
+export type ShorthandPolicy = `${number}/${DurationText}`
+
+/** What a string literal that is no shorthand is checked against, so that the error says why. */
+export interface NotAShorthand {
+  'is not a shorthand "<limit>/<window>" such as "100/min", "2/s" or "10/5m"': true
+}
+
+type CheckedPolicy<P> = P extends string
+  ? string extends P
+    ? P // a string known only at run time: checked then
+    : P extends ShorthandPolicy
+      ? P
+      : NotAShorthand
+  : P
+
+/**
+ * `limits` as a caller wrote them, checked where TypeScript can tell: a string literal that is no
+ * shorthand (`'100 per min'`, `'100/fortnight'`) fails to compile, a `string` from a variable
+ * passes (and is checked at run time). Used as `limits: L & CheckedLimits<L>`.
+ */
+export type CheckedLimits<L> = L extends readonly unknown[]
+  ? { readonly [K in keyof L]: L[K] & CheckedPolicy<L[K]> }
+  : CheckedPolicy<L>
 
 /** A validated policy; every time is in whole milliseconds. */
 export interface Policy {
@@ -144,7 +178,9 @@ function parseShorthand(text: string, field: string): Policy {
     throw new ConfigError(
       field,
       text,
-      `is not a shorthand policy: write "<limit>/<window>" such as "100/min", "2/s" or "10/5m" (units: ${DURATION_UNITS.join(', ')})`,
+      `is not a shorthand policy: write "<limit>/<window>" such as "100/min", "2/s" or "10/5m"${
+        match ? durationHint(match[2] as string) : ''
+      } (units: ${DURATION_UNITS_TEXT})`,
     )
   }
   return buildPolicy({ limit, window }, field)

@@ -1,6 +1,7 @@
 import type {
   ActiveClients,
   AdmissionState,
+  CheckedLimits,
   ConcurrencyInfo,
   AdmissionControlOptions as CoreAdmissionOptions,
   ConcurrencyLimitOptions as CoreConcurrencyOptions,
@@ -24,15 +25,34 @@ import {
 } from '@sluice/core/adapter'
 import type { NextFunction, Request, RequestHandler, Response } from 'express'
 
+// `req.rateLimit` is not declared globally: an app still using express-rate-limit declares it as
+// that library's `RateLimitInfo`, and two global declarations of one property cannot agree.
+// `rateLimitOf(req)` reads it typed; `RateLimitRequest` is there for an app that opts in.
 declare global {
   namespace Express {
     interface Request {
-      /** The rate-limit decision for this request, set by `@sluice/express`'s `rateLimit()`. */
-      rateLimit?: Decision
       /** Throttling mode, the active-client estimate and whether this client was known: `admissionControl()`. */
       admission?: AdmissionState
     }
   }
+}
+
+/**
+ * `req.rateLimit` typed, for an app that no longer uses express-rate-limit anywhere:
+ * `declare global { namespace Express { interface Request extends RateLimitRequest {} } }`.
+ */
+export interface RateLimitRequest {
+  /** The rate-limit decision for this request, set by `rateLimit()`. */
+  rateLimit?: Decision
+}
+
+/**
+ * The decision `rateLimit()` made for this request, typed: `rateLimitOf(req)?.remaining`.
+ * `name` is the middleware's `requestPropertyName` (default `'rateLimit'`). Undefined when no
+ * `rateLimit()` ran, or `skip` let the request through.
+ */
+export function rateLimitOf(req: Request, name = 'rateLimit'): Decision | undefined {
+  return (req as unknown as Record<string, Decision | undefined>)[name]
 }
 
 type Args = [req: Request, res: Response]
@@ -98,7 +118,9 @@ async function deny(res: Response, { status, headers, response, fallback }: Deny
 }
 
 /** Rate limits requests: `app.use(rateLimit({ limits: ['100/min', '2/s'] }))`. */
-export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
+export function rateLimit<const L extends RateLimitOptions['limits'] = RateLimitOptions['limits']>(
+  options: RateLimitOptions & { limits?: L & CheckedLimits<L> },
+): RateLimitMiddleware {
   const handler = createRateLimitHandler(options, adapter)
   const { property } = handler
   const apply = (req: Request, res: Response, next: NextFunction, plan: RateLimitPlan<unknown>) => {

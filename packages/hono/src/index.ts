@@ -1,6 +1,7 @@
 import {
   type ActiveClients,
   type AdmissionState,
+  type CheckedLimits,
   type ConcurrencyInfo,
   ConfigError,
   type AdmissionControlOptions as CoreAdmissionOptions,
@@ -55,7 +56,7 @@ export interface RateLimitVariables {
   rateLimit: Decision | undefined
 }
 
-// Types `c.get('rateLimit')` on a plain `new Hono()`, as Express's `req.rateLimit` is typed.
+// Types `c.get('rateLimit')` on a plain `new Hono()`.
 declare module 'hono' {
   interface ContextVariableMap {
     /** The rate-limit decision for this request, set by `@sluice/hono`'s `rateLimit()` (undefined when skipped). */
@@ -208,7 +209,9 @@ function hasMember(list: string, members: string): boolean {
 }
 
 /** Rate limits requests: `app.use(rateLimit({ limits: ['100/min', '2/s'] }))`. */
-export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
+export function rateLimit<const L extends RateLimitOptions['limits'] = RateLimitOptions['limits']>(
+  options: RateLimitOptions & { limits?: L & CheckedLimits<L> },
+): RateLimitMiddleware {
   const handler = createRateLimitHandler(options, adapterFor(options))
   // The Variables type names the default; another name is the user's to type.
   const property = handler.property as 'rateLimit'

@@ -1,6 +1,7 @@
 import type {
   ActiveClients,
   AdmissionState,
+  CheckedLimits,
   ConcurrencyInfo,
   AdmissionControlOptions as CoreAdmissionOptions,
   ConcurrencyLimitOptions as CoreConcurrencyOptions,
@@ -42,7 +43,7 @@ export interface RateLimitState {
   rateLimit?: Decision
 }
 
-// Types `ctx.state.rateLimit` on a plain `new Koa()`, as Express's `req.rateLimit` is typed.
+// Types `ctx.state.rateLimit` on a plain `new Koa()`.
 declare module 'koa' {
   interface DefaultState {
     /** The rate-limit decision for this request, set by `@sluice/koa`'s `rateLimit()` (absent when skipped). */
@@ -126,7 +127,9 @@ function keepingHeaders(ctx: Context, headers: readonly HeaderEntry[], error: un
 }
 
 /** Rate limits requests: `app.use(rateLimit({ limits: ['100/min', '2/s'] }))`. */
-export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
+export function rateLimit<const L extends RateLimitOptions['limits'] = RateLimitOptions['limits']>(
+  options: RateLimitOptions & { limits?: L & CheckedLimits<L> },
+): RateLimitMiddleware {
   const handler = createRateLimitHandler(options, adapter)
   const { property } = handler
   const apply = (ctx: ParameterizedContext<RateLimitState>, next: Next, plan: RateLimitPlan<unknown>) => {

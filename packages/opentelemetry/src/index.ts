@@ -1,2 +1,2 @@
 export type { MetricsOptions } from './metrics.js'
-export { metrics } from './metrics.js'
+export { DURATION_BUCKETS, metrics } from './metrics.js'

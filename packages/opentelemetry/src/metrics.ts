@@ -1,6 +1,17 @@
 import type { Attributes, Meter } from '@opentelemetry/api'
 import { ConfigError, type ObserveEvent } from '@sluice/core'
 
+/**
+ * Bucket boundaries of the duration histograms, in seconds (OpenTelemetry's unit for durations):
+ * 1-2-5 steps from 0.1 ms to 5 s, so a memory store's microseconds, a Redis round trip and a
+ * limiter `timeout` (200 ms, 1 s) each have buckets of their own and a p99 read from the
+ * histogram lands within one bucket of the true value. Given to the SDK as advice; a View may
+ * override it.
+ */
+export const DURATION_BUCKETS: readonly number[] = [
+  0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5,
+]
+
 /** Options of `metrics()`: the OpenTelemetry `meter` to record on. */
 export interface MetricsOptions {
   /** Where the instruments are created: `metrics.getMeter('my-app')` from `@opentelemetry/api`. */
@@ -12,7 +23,8 @@ export interface MetricsOptions {
  *
  * - `sluice.decisions` (counter): each decision, by `allowed`, `source` (store, fallback, error)
  *   and `policy` (the binding policy's name; a concurrency limit's name);
- * - `sluice.store.duration` (histogram, seconds): how long each decision took, by `source`;
+ * - `sluice.store.duration` (histogram, seconds, `DURATION_BUCKETS`): how long each decision
+ *   took, by `source`;
  * - `sluice.store.errors` (counter): store failures and timeouts, by `error` (its name);
  * - `sluice.breaker.open` (up-down counter): circuit breakers open now, and
  *   `sluice.breaker.transitions` (counter) by `state` (open, closed);
@@ -31,9 +43,11 @@ export function metrics(options: MetricsOptions): (event: ObserveEvent) => void 
   const decisions = m.createCounter('sluice.decisions', {
     description: 'Rate-limit decisions, by whether they allowed the request, who decided and the binding policy',
   })
+  const advice = { explicitBucketBoundaries: [...DURATION_BUCKETS] }
   const storeDuration = m.createHistogram('sluice.store.duration', {
     description: 'Time from asking the store to the decision',
     unit: 's',
+    advice,
   })
   const storeErrors = m.createCounter('sluice.store.errors', {
     description: 'Store failures and timeouts seen by the limiter',
@@ -47,6 +61,7 @@ export function metrics(options: MetricsOptions): (event: ObserveEvent) => void 
   const syncDuration = m.createHistogram('sluice.sync.duration', {
     description: 'Duration of a background sync of locally kept counts',
     unit: 's',
+    advice,
   })
   const syncKeys = m.createCounter('sluice.sync.keys', { description: 'Keys sent by background syncs' })
   const syncBytes = m.createCounter('sluice.sync.bytes', { description: 'Bytes sent by background syncs', unit: 'By' })

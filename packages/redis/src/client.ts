@@ -46,6 +46,8 @@ export type Arg = string | number | Buffer
 export interface ScriptClient {
   /** Keys of one call must share a slot, and batches are split by hash tag. */
   readonly cluster: boolean
+  /** False while the client says it has no connection (connecting again, closed): a call would only wait. */
+  connected(): boolean
   evalsha(sha: string, keys: readonly string[], args: readonly Arg[], binary: boolean): Promise<unknown>
   eval(source: string, keys: readonly string[], args: readonly Arg[], binary: boolean): Promise<unknown>
   del(keys: readonly string[]): Promise<unknown>
@@ -115,6 +117,7 @@ export function scriptClient(client: unknown): ScriptClient {
 
 /** ioredis (and iovalkey) make a `…Buffer` twin of every command at run time; their typings omit these. */
 interface IoredisBuffers {
+  readonly status: string
   evalsha(sha: string, numkeys: number, ...args: Arg[]): Promise<unknown>
   evalshaBuffer(sha: string, numkeys: number, ...args: Arg[]): Promise<unknown>
   eval(source: string, numkeys: number, ...args: Arg[]): Promise<unknown>
@@ -129,6 +132,12 @@ class IoredisScripts implements ScriptClient {
   constructor(client: IoredisBuffers, cluster: boolean) {
     this.#client = client
     this.cluster = cluster
+  }
+
+  /** 'wait' is a lazy client's first call still to come; 'connect' is connected, not yet ready. */
+  connected(): boolean {
+    const { status } = this.#client
+    return status === 'ready' || status === 'wait' || status === 'connect'
   }
 
   // The *Buffer forms for binary replies. Not callBuffer('evalsha', …), which ioredis's
@@ -151,6 +160,7 @@ class IoredisScripts implements ScriptClient {
 
 /** node-redis's `sendCommand`: `(args, options)` on a client, `(firstKey, isReadonly, args, options)` on a cluster. */
 interface NodeRedisSend {
+  readonly isReady?: boolean
   sendCommand(...args: unknown[]): Promise<unknown>
 }
 
@@ -169,6 +179,11 @@ class NodeRedisScripts implements ScriptClient {
   constructor(client: NodeRedisSend, cluster: boolean) {
     this.#client = client
     this.cluster = cluster
+  }
+
+  /** A cluster has no single `isReady`: it routes per slot and is taken as connected. */
+  connected(): boolean {
+    return this.cluster || this.#client.isReady !== false
   }
 
   evalsha(sha: string, keys: readonly string[], args: readonly Arg[], binary: boolean): Promise<unknown> {

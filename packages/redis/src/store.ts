@@ -66,9 +66,12 @@ const ALGORITHM_CODES: Record<AlgorithmName, number> = {
 }
 /**
  * Part of every key: the state layout's version. Keys written by a release with another layout
- * (0.1's text state) are never read, so a rolling deploy cannot misread them.
+ * (0.1's text state; a sliding log as one packed string before its trailer layout, under `b:`)
+ * are never read, so a rolling deploy cannot misread them; they expire on their own.
  */
 const LAYOUT = 'b:'
+/** A sliding log's layout (see lua/sliding-log.ts). */
+const LOG_LAYOUT = 'l:'
 
 /** Decisions waiting to be sent as one script call, with the promise of their outcomes. */
 class Batch {
@@ -96,7 +99,8 @@ class Batch {
 /**
  * A `Store` on Redis: every policy of a set is decided by one script call (one EVALSHA, one
  * round trip, atomic, all-or-nothing) on the server's clock. Each policy's state is one string
- * key `<prefix>{<client key>}:b:<policy id>` (`b:` names the binary state layout), so two
+ * key `<prefix>{<client key>}:b:<policy id>` (`b:` names the binary state layout; `l:` in its
+ * place for a sliding log, see lua/sliding-log.ts), so two
  * limiters with the same policy share counts and all of one client's keys live in one Cluster slot.
  */
 export class RedisStore implements Store {
@@ -140,14 +144,14 @@ export class RedisStore implements Store {
     if (cache === undefined) return this.#decide(key, set, String(cost))
     // While nothing is remembered (the usual case), no lookup and no id to build.
     if (cache.size > 0) {
-      const cached = cache.get(cacheId(key, set), cost, this.#localNow())
+      const cached = cache.get(cacheId(key, set), cost, this.#cacheNow())
       if (cached !== undefined) return cached
     }
     const epoch = cache.epoch
     return this.#decide(key, set, String(cost)).then((outcomes) => {
       // A cheaper request than a remembered denial gets here too: if admitted, that denial's counts are stale.
       if (outcomes.some((o) => !o.allowed)) {
-        cache.set(cacheId(key, set), cost, this.#localNow(), outcomes, set.policies, epoch)
+        cache.set(cacheId(key, set), cost, this.#cacheNow(), outcomes, set.policies, epoch)
       } else if (cache.size > 0) cache.delete(cacheId(key, set))
       return outcomes
     })
@@ -215,11 +219,11 @@ export class RedisStore implements Store {
   }
 
   #head(key: string): string {
-    return `${this.prefix}{${hashTag(key)}}:${LAYOUT}`
+    return `${this.prefix}{${hashTag(key)}}:`
   }
 
   #keysUnder(head: string, set: PolicySet): string[] {
-    return set.policies.map((policy) => head + policy.id)
+    return set.policies.map((policy) => head + (policy.algorithm === 'sliding-log' ? LOG_LAYOUT : LAYOUT) + policy.id)
   }
 
   /**
@@ -301,6 +305,15 @@ export class RedisStore implements Store {
 
   #localNow(): number {
     return this.#now === undefined ? Date.now() : this.#now()
+  }
+
+  /**
+   * The denied cache's clock: it keeps only spans (a denial holds for its retryAfter), so the
+   * monotonic clock, which a step of the wall clock does not move: a step back must not make a
+   * remembered denial last the length of the step.
+   */
+  #cacheNow(): number {
+    return this.#now === undefined ? performance.now() : this.#now()
   }
 }
 

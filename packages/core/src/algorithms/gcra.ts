@@ -30,9 +30,20 @@ export const gcra: Transition<GcraState> = (state, now, policy, cost) => {
 }
 
 /** The TAT after admitting `cost`. */
-function tatAfter(state: GcraState | undefined, now: number, { limit, window }: Policy, cost: number): number {
-  const backlog = state === undefined ? 0 : Math.max(0, state.tat - now)
-  return now + (backlog + (window / limit) * cost)
+function tatAfter(state: GcraState | undefined, now: number, policy: Policy, cost: number): number {
+  return now + (backlogOf(state, now, policy) + (policy.window / policy.limit) * cost)
+}
+
+/**
+ * How far the TAT lies after now. An admission leaves at most tolerance + maxDelay and a penalty
+ * a window more (see penalizeGcra); a TAT further on (by a millisecond, above float error) comes
+ * from a clock that stepped back, or a glitch forward, and reads as none: such a step costs at
+ * most about a window.
+ */
+function backlogOf(state: GcraState | undefined, now: number, { limit, window, burst, maxDelay }: Policy): number {
+  if (state === undefined) return 0
+  const backlog = state.tat - now
+  return backlog > (window / limit) * burst + maxDelay + window + 1 ? 0 : Math.max(0, backlog)
 }
 
 /** GCRA's outcome (see `gcra`), changing nothing. */
@@ -40,7 +51,7 @@ function decideGcra(state: GcraState | undefined, now: number, policy: Policy, c
   const { limit, window, burst, maxDelay } = policy
   const interval = window / limit
   const tolerance = interval * burst
-  const backlog = state === undefined ? 0 : Math.max(0, state.tat - now)
+  const backlog = backlogOf(state, now, policy)
   const nextBacklog = backlog + interval * cost
 
   if (nextBacklog > tolerance + maxDelay + EPSILON) {

@@ -41,9 +41,14 @@ export const penalizeTokenBucket: Penalty<TokenBucketState> = (state, now, { lim
   return { tokens: tokens - cost * window, updated: now }
 }
 
-export const penalizeGcra: Penalty<GcraState> = (state, now, { limit, window }, cost) => {
+/**
+ * The TAT goes on by T per unit, up to a window beyond tolerance + maxDelay: the furthest a TAT
+ * is read as one (see gcra), so a penalty keeps a key denied for at most about a window more.
+ */
+export const penalizeGcra: Penalty<GcraState> = (state, now, { limit, window, burst, maxDelay }, cost) => {
+  const interval = window / limit
   const backlog = state === undefined ? 0 : Math.max(0, state.tat - now)
-  return { tat: now + backlog + (window / limit) * cost }
+  return { tat: now + Math.min(backlog + interval * cost, interval * burst + maxDelay + window) }
 }
 
 /** A blocking policy's penalty goes to the algorithm's state; a block stays. */

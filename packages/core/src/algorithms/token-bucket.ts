@@ -22,11 +22,15 @@ export const tokenBucket: Transition<TokenBucketState> = (state, now, policy, co
   return { state: { tokens: tokensAt(state, now, policy) - cost * policy.window, updated: now }, outcome }
 }
 
-/** The bucket refilled to `now`, in scaled tokens. */
+/**
+ * The bucket refilled to `now`, in scaled tokens. A bucket updated more than a window after now
+ * comes from a clock that stepped back (or a glitch forward) and reads as full, so the step
+ * costs no more than a window; within a window it refills from its update on.
+ */
 function tokensAt(state: TokenBucketState | undefined, now: number, { limit, window, burst }: Policy): number {
   const capacity = burst * window
-  const elapsed = state === undefined ? 0 : Math.max(0, now - state.updated)
-  return state === undefined ? capacity : Math.min(capacity, state.tokens + elapsed * limit)
+  if (state === undefined || state.updated - now > window) return capacity
+  return Math.min(capacity, state.tokens + Math.max(0, now - state.updated) * limit)
 }
 
 /** The token bucket's outcome (see `tokenBucket`), changing nothing. */

@@ -32,4 +32,5 @@ export {
   TEMPORARY_REDUCED_CAPACITY,
 } from './problem.js'
 export type { RateLimitOptions } from './rate-limit.js'
+export type { RequestKey } from './request-key.js'
 export type { Message, ResponseBody } from './response.js'

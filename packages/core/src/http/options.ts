@@ -2,9 +2,10 @@ import { ConfigError } from '../errors.js'
 
 export { assertKnownOptions } from '../known-options.js'
 
-import type { Awaitable } from '../store.js'
+import { type Awaitable, isThenable } from '../store.js'
 import { ClientAddressError, ipKey, ipv6SubnetOption } from './client-ip.js'
 import { type ProxySetup, proxyCheck } from './proxy-check.js'
+import { keyText, type RequestKey, unusableKeyMessage } from './request-key.js'
 import type { Message } from './response.js'
 
 /** What an adapter tells the shared code about its framework. */
@@ -26,10 +27,13 @@ export interface Adapter<A extends unknown[]> {
 /** Options every adapter middleware shares; `A` is the framework's handler arguments. */
 export interface CommonOptions<A extends unknown[], I, R> {
   /**
-   * The client key. Default: the client IP as the framework resolves it, with IPv6 grouped by
-   * `ipv6Subnet`. Never a client-settable header unless your framework is told to trust one.
+   * The client key: a string, or a number or bigint (keyed by its decimal text). Default: the
+   * client IP as the framework resolves it, with IPv6 grouped by `ipv6Subnet`. Never a
+   * client-settable header unless your framework is told to trust one. A key function that
+   * returns anything else (undefined, null, '', an object, NaN) is reported once per middleware
+   * (SLUICE_UNUSABLE_KEY) and that request is keyed by the client IP instead.
    */
-  key?: (...args: A) => Awaitable<string>
+  key?: (...args: A) => Awaitable<RequestKey>
   /** Return true to let the request through untouched: not counted, no headers. */
   skip?: (...args: A) => Awaitable<boolean>
   /** Status of a denial. Default 429. */
@@ -51,6 +55,7 @@ export interface CommonOptions<A extends unknown[], I, R> {
 }
 
 export interface CommonConfig<A extends unknown[], I, R> {
+  /** The request's key as text: the custom key's (numbers written out) or the client IP. */
   readonly key: (...args: A) => Awaitable<string>
   readonly skip: ((...args: A) => Awaitable<boolean>) | undefined
   readonly statusCode: number
@@ -109,7 +114,7 @@ export function parseCommon<A extends unknown[], I, R>(
     throw new ConfigError('message', message, 'cannot be used with onLimited, which writes the response itself')
   }
 
-  const customKey = optionalFunction<(...args: A) => Awaitable<string>>('key', options.key)
+  const customKey = optionalFunction<(...args: A) => Awaitable<RequestKey>>('key', options.key)
   if (customKey && options.ipv6Subnet !== undefined) {
     throw new ConfigError(
       'ipv6Subnet',
@@ -122,15 +127,14 @@ export function parseCommon<A extends unknown[], I, R>(
   const subnet = ipv6SubnetOption(options.ipv6Subnet)
   const check =
     validate && !customKey && adapter.proxy ? proxyCheck(adapter.proxy, (message) => console.warn(message)) : undefined
-  const key =
-    customKey ??
-    ((...args: A): string => {
-      check?.(...args)
-      const address = adapter.address(...args)
-      const key = ipKey(address, subnet)
-      if (key === undefined) throw new ClientAddressError(adapter.name, adapter.addressSource, address)
-      return key
-    })
+  const addressKey = (...args: A): string => {
+    check?.(...args)
+    const address = adapter.address(...args)
+    const key = ipKey(address, subnet)
+    if (key === undefined) throw new ClientAddressError(adapter.name, adapter.addressSource, address)
+    return key
+  }
+  const key = customKey ? keyOrAddress(customKey, addressKey) : addressKey
 
   return {
     key,
@@ -140,5 +144,29 @@ export function parseCommon<A extends unknown[], I, R>(
     onLimited,
     dryRun,
     validate,
+  }
+}
+
+/**
+ * The custom key function's text for each request; where it returned nothing usable, the client
+ * IP, with one error per middleware that says what the function returned.
+ */
+function keyOrAddress<A extends unknown[]>(
+  custom: (...args: A) => Awaitable<RequestKey>,
+  addressKey: (...args: A) => string,
+): (...args: A) => Awaitable<string> {
+  let reported = false
+  const usable = (value: unknown, args: A): string => {
+    const text = keyText(value)
+    if (text !== undefined) return text
+    if (!reported) {
+      reported = true
+      console.error(unusableKeyMessage(custom, value))
+    }
+    return addressKey(...args)
+  }
+  return (...args) => {
+    const value = custom(...args)
+    return isThenable(value) ? Promise.resolve(value).then((resolved) => usable(resolved, args)) : usable(value, args)
   }
 }

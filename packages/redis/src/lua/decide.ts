@@ -1,4 +1,5 @@
 import { MAX_PRECISION } from '@sluice/core'
+import { SLIDING_LOG_LUA } from './sliding-log.js'
 
 /**
  * A struct format of little-endian doubles, long enough for a sliding window's whole state (its
@@ -24,10 +25,11 @@ const DOUBLES = `<${'d'.repeat(MAX_PRECISION + 2)}`
  *        then per policy allowed (1|0), remaining, resetAfter, retryAfter, delay; an admitted
  *        policy with nothing remaining sends core's nextAfter in the retryAfter slot.
  * State: one string per key, the algorithm's numbers as little-endian doubles (exact, and read
- *        with one C call each, where text needs parsing and formatting).
+ *        with one C call each, where text needs parsing and formatting); a sliding log is read
+ *        and written in parts, never whole (see sliding-log.ts).
  * Writes: PSETEX with resetAfter + 1 s, or SETRANGE in place of the one count that changes when
  *         a fixed-window or sliding-window key holds a state of the same (sub-)window (its expiry
- *         is already right).
+ *         is already right); a sliding log's own writes (logWrite).
  * Cost: Redis runs this whole body on every call and most of its CPU is per-operation overhead,
  *       so it avoids what the profile (INFO commandstats) showed to be dear: tonumber() on
  *       arguments, string formatting and parsing, closures over many locals, tables per policy,
@@ -38,6 +40,7 @@ export const DECIDE_LUA = `
 -- Kept past resetAfter so a state is never lost to the gap between the decision's clock and
 -- the expiry clock; a state older than resetAfter decides exactly as no state at all.
 local EXPIRY_SLACK_MS = 1000
+${SLIDING_LOG_LUA}
 -- 1e-6 below is core's EPSILON. Library functions are looked up where used (math.floor, ...),
 -- not kept in locals: a function capturing locals pays for each of them on every call.
 
@@ -118,6 +121,8 @@ end
 -- this whole body on each call, and each closure costs.
 decide = function(i, state, c, bare)
   local code, limit, window, burst, precision, maxDelay, blockFor = struct.unpack('<ddddddd', policies, 56 * i - 55)
+  -- sliding-log: \`state\` is the log's view (logRead), its block inside it (see sliding-log.ts).
+  if code == 3 then return decideLog(state, now, c, limit, window, blockFor, EXPIRY_SLACK_MS) end
   if blockFor > 0 and not bare then return decideBlocking(i, state, c, blockFor) end
 
   if code == 1 then
@@ -148,7 +153,9 @@ decide = function(i, state, c, bare)
     local counts
     local same, keep = false, false
     local stored = state and struct.unpack('<d', state)
-    if stored and stored >= start then
+    -- As core's sliding window: a start more than a window after this one comes from a clock that
+    -- stepped back (or a glitch forward) and reads as no state, so the step costs at most a window.
+    if stored and stored >= start and stored - start <= window then
       -- The same sub-window, or a clock that stepped back: the counts where they are, read in
       -- one call (its last value, the position after them, is dropped).
       counts = { struct.unpack(string.sub('${DOUBLES}', 1, precision + 2), state, 9) }
@@ -157,7 +164,7 @@ decide = function(i, state, c, bare)
     else
       counts = {}
       for j = 1, precision + 1 do counts[j] = 0 end
-      if stored then
+      if stored and stored < start then
         -- The count at 0-based index j is the double at byte 9 + 8 j.
         local shift = (start - stored) / size
         for j = shift, precision do counts[j - shift + 1] = struct.unpack('<d', state, 9 + 8 * j) end
@@ -214,64 +221,14 @@ decide = function(i, state, c, bare)
     return ok, remaining, resetAfter, retryAfter, 0, next, keep
   end
 
-  if code == 3 then
-    -- sliding-log; state: time1, cost1, time2, cost2, ... oldest first, 16 bytes a pair
-    local s = {}
-    if state then
-      for j = 1, #state, 8 do s[#s + 1] = struct.unpack('<d', state, j) end
-    end
-    local n = #s / 2
-    local first = 1
-    while first <= n and s[2 * first - 1] <= now - window do first = first + 1 end
-    local used = 0
-    for j = first, n do used = used + s[2 * j] end
-    local newest = nil
-    if n >= first then newest = s[2 * n - 1] end
-    if used + c > limit then
-      local excess = used + c - limit
-      local j = first
-      while excess > 0 do
-        excess = excess - s[2 * j]
-        j = j + 1
-      end
-      local leaves = s[2 * (j - 1) - 1] + window - now
-      return false, math.max(0, limit - used), newest + window - now, math.max(leaves, 1), 0
-    end
-    -- With nothing left after this request: when enough of the oldest entries leave to free one
-    -- unit (the request's own entry, at now, being the newest).
-    local nextAfter = 0
-    if used + c == limit then
-      local excess, j = 1, first
-      while excess > 0 and j <= n do
-        excess = excess - s[2 * j]
-        j = j + 1
-      end
-      if excess > 0 then nextAfter = window else nextAfter = math.max(1, s[2 * (j - 1) - 1] + window - now) end
-    end
-    if c == 0 then
-      local resetAfter = 0
-      if newest then resetAfter = newest + window - now end
-      return true, limit - used, resetAfter, nextAfter, 0
-    end
-    -- The pairs still inside the window are a byte range of the old state: kept as they are.
-    local kept
-    if newest == now then
-      kept = string.sub(state, 16 * first - 15, 16 * n - 16) .. struct.pack('<dd', now, s[2 * n] + c)
-    elseif state then
-      kept = string.sub(state, 16 * first - 15) .. struct.pack('<dd', now, c)
-    else
-      kept = struct.pack('<dd', now, c)
-    end
-    return true, limit - used - c, window, nextAfter, 0, kept
-  end
-
   if code == 4 then
     -- token-bucket; state: tokens, updated. A token is \`window\` units; \`limit\` units drip in per ms.
     local capacity = burst * window
     local tokens = capacity
     if state then
       local t, u = struct.unpack('<dd', state)
-      tokens = math.min(capacity, t + math.max(0, now - u) * limit)
+      -- As core's tokensAt: updated more than a window after now reads as a full bucket.
+      if u - now <= window then tokens = math.min(capacity, t + math.max(0, now - u) * limit) end
     end
     local nextTokens = tokens - c * window
     local debtAllowed = maxDelay * limit
@@ -292,7 +249,9 @@ decide = function(i, state, c, bare)
   local interval = window / limit
   local tolerance = interval * burst
   local backlog = 0
-  if state then backlog = math.max(0, struct.unpack('<d', state) - now) end
+  if state then backlog = struct.unpack('<d', state) - now end
+  -- As core's backlogOf: a TAT more than a window (and 1 ms) beyond tolerance + maxDelay reads as none.
+  if backlog > tolerance + maxDelay + window + 1 then backlog = 0 else backlog = math.max(0, backlog) end
   local nextBacklog = backlog + interval * c
   if nextBacklog > tolerance + maxDelay + 1e-6 then
     return false, floorUnits((tolerance - backlog) / interval), ceilMs(backlog),
@@ -311,13 +270,26 @@ local function request(k, n, c)
   if n == 1 and c then
     -- The common case, without a table.
     local key = KEYS[k + 1]
-    local ok, remaining, resetAfter, retryAfter, delay, state, keep, blocks = decide(1, redis.call('GET', key), c)
+    -- The state: the stored string (or false), or a sliding log's view. A policy is a sliding log
+    -- when its code, the double 3, is: the only code whose seventh byte is 8.
+    local stored
+    if string.byte(policies, 7) == 8 then
+      logFunctions()
+      stored = logRead(key)
+    else
+      stored = redis.call('GET', key)
+    end
+    local ok, remaining, resetAfter, retryAfter, delay, state, keep, blocks = decide(1, stored, c)
     if not ok then
-      if blocks then redis.call('PSETEX', key, string.format('%d', resetAfter + EXPIRY_SLACK_MS), state) end
+      if blocks then
+        if keep == true then logWrite(key, state) else redis.call('PSETEX', key, string.format('%d', resetAfter + EXPIRY_SLACK_MS), state) end
+      end
       return struct.pack('<dddddd', 0, 0, remaining, resetAfter, retryAfter, delay)
     end
     if c > 0 then
-      if keep then
+      if keep == true then
+        logWrite(key, state)
+      elseif keep then
         redis.call('SETRANGE', key, string.format('%d', keep), state)
       else
         -- PSETEX is SET ... PX. The expiry goes as text formatted here (%d), which is cheaper
@@ -328,7 +300,25 @@ local function request(k, n, c)
     return struct.pack('<dddddd', 1, 1, remaining, resetAfter, retryAfter, delay)
   end
 
-  local stored = redis.call('MGET', unpack(KEYS, k + 1, k + n))
+  local stored
+  local logs = false
+  for i = 1, n do
+    if string.byte(policies, 56 * i - 49) == 8 then logs = true end
+  end
+  if logs then
+    -- A sliding log is read in parts (its view), the other keys with GET.
+    logFunctions()
+    stored = {}
+    for i = 1, n do
+      if string.byte(policies, 56 * i - 49) == 8 then
+        stored[i] = logRead(KEYS[k + i])
+      else
+        stored[i] = redis.call('GET', KEYS[k + i])
+      end
+    end
+  else
+    stored = redis.call('MGET', unpack(KEYS, k + 1, k + n))
+  end
   -- reply[1]: all allowed; then five values per policy, from reply[5 i - 3].
   local reply = { 1 }
   local writes, keeps, blocks = {}, {}, {}
@@ -354,7 +344,11 @@ local function request(k, n, c)
     -- A denial writes nothing, except the state of a policy whose denial starts a block.
     for i = 1, n do
       if blocks[i] then
-        redis.call('PSETEX', KEYS[k + i], string.format('%d', reply[5 * i - 1] + EXPIRY_SLACK_MS), writes[i])
+        if keeps[i] == true then
+          logWrite(KEYS[k + i], writes[i])
+        else
+          redis.call('PSETEX', KEYS[k + i], string.format('%d', reply[5 * i - 1] + EXPIRY_SLACK_MS), writes[i])
+        end
       end
     end
     if c then
@@ -372,7 +366,9 @@ local function request(k, n, c)
   elseif c and c > 0 then
     -- All-or-nothing: a denied request writes nothing anywhere.
     for i = 1, n do
-      if keeps[i] then
+      if keeps[i] == true then
+        logWrite(KEYS[k + i], writes[i])
+      elseif keeps[i] then
         redis.call('SETRANGE', KEYS[k + i], string.format('%d', keeps[i]), writes[i])
       else
         redis.call('PSETEX', KEYS[k + i], string.format('%d', reply[5 * i - 1] + EXPIRY_SLACK_MS), writes[i])

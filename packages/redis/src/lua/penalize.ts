@@ -1,4 +1,5 @@
 import { nowFromArgv } from './now.js'
+import { SLIDING_LOG_LUA } from './sliding-log.js'
 
 /**
  * The penalty script: takes `cost` units from every policy of a set for one client key whatever
@@ -11,17 +12,18 @@ import { nowFromArgv } from './now.js'
  * ARGV: [1] the policies as for DECIDE_LUA, [2] the cost, [3] optional: now in epoch ms (tests).
  * Reply: nil.
  * Writes: every key, with PSETEX until the new state has drained (and any block has ended),
- *         plus the same slack as DECIDE_LUA.
+ *         plus the same slack as DECIDE_LUA (a sliding log: in place, see sliding-log.ts).
  */
 export const PENALIZE_LUA = `
 local EXPIRY_SLACK_MS = 1000
 local policies = ARGV[1]
 local cost = tonumber(ARGV[2])
 ${nowFromArgv(3)}
+${SLIDING_LOG_LUA}
 
 -- Policy i's state (or false) with cost c taken: the new state, and how long until it drains.
 local function penalize(i, state, c)
-  local code, limit, window, burst, precision = struct.unpack('<ddddd', policies, 56 * i - 55)
+  local code, limit, window, burst, precision, maxDelay = struct.unpack('<dddddd', policies, 56 * i - 55)
 
   if code == 1 then
     local start = now - math.fmod(now, window)
@@ -47,25 +49,6 @@ local function penalize(i, state, c)
     return struct.pack('<' .. string.rep('d', precision + 2), start, unpack(counts)), start + size - now + precision * size
   end
 
-  if code == 3 then
-    local s = {}
-    if state then
-      for j = 1, #state, 8 do s[#s + 1] = struct.unpack('<d', state, j) end
-    end
-    local n = #s / 2
-    local first = 1
-    while first <= n and s[2 * first - 1] <= now - window do first = first + 1 end
-    local kept
-    if n >= first and s[2 * n - 1] == now then
-      kept = string.sub(state, 16 * first - 15, 16 * n - 16) .. struct.pack('<dd', now, s[2 * n] + c)
-    elseif state then
-      kept = string.sub(state, 16 * first - 15) .. struct.pack('<dd', now, c)
-    else
-      kept = struct.pack('<dd', now, c)
-    end
-    return kept, window
-  end
-
   if code == 4 then
     local capacity = burst * window
     local tokens = capacity
@@ -77,30 +60,40 @@ local function penalize(i, state, c)
     return struct.pack('<dd', nextTokens, now), math.ceil((capacity - nextTokens) / limit)
   end
 
+  -- As core's penalizeGcra: up to a window beyond tolerance + maxDelay, the furthest a TAT is read as one.
+  local interval = window / limit
   local backlog = 0
   if state then backlog = math.max(0, struct.unpack('<d', state) - now) end
-  local nextBacklog = backlog + (window / limit) * c
+  local nextBacklog = math.min(backlog + interval * c, interval * burst + maxDelay + window)
   return struct.pack('<d', now + nextBacklog), math.ceil(nextBacklog)
 end
 
-local stored = redis.call('MGET', unpack(KEYS))
 for i = 1, #KEYS do
+  local code, window = struct.unpack('<d', policies, 56 * i - 55), struct.unpack('<d', policies, 56 * i - 39)
+  local stored = false
+  if code ~= 3 then stored = redis.call('GET', KEYS[i]) end
   local state, drains
-  if struct.unpack('<d', policies, 56 * i - 7) == 0 then
-    state, drains = penalize(i, stored[i], cost)
+  if code == 3 then
+    -- sliding-log, in place (see sliding-log.ts); its block is inside the log and stays.
+    logFunctions()
+    local log = logRead(KEYS[i])
+    logLive(log, now, window)
+    logWrite(KEYS[i], logAppend(log, now, cost, math.max(window, log.blockedUntil - now) + EXPIRY_SLACK_MS))
+  elseif struct.unpack('<d', policies, 56 * i - 7) == 0 then
+    state, drains = penalize(i, stored, cost)
   else
     -- A blocking policy: the block (8 bytes) stays before the algorithm's penalized state.
     local blockedUntil, inner = 0, false
-    if stored[i] then
-      blockedUntil = struct.unpack('<d', stored[i])
-      if #stored[i] > 8 then inner = string.sub(stored[i], 9) end
+    if stored then
+      blockedUntil = struct.unpack('<d', stored)
+      if #stored > 8 then inner = string.sub(stored, 9) end
     end
     local next
     next, drains = penalize(i, inner, cost)
     state = struct.pack('<d', blockedUntil) .. next
     drains = math.max(drains, blockedUntil - now)
   end
-  redis.call('PSETEX', KEYS[i], string.format('%d', drains + EXPIRY_SLACK_MS), state)
+  if state then redis.call('PSETEX', KEYS[i], string.format('%d', drains + EXPIRY_SLACK_MS), state) end
 end
 return nil
 `

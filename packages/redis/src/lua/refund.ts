@@ -1,4 +1,5 @@
 import { nowFromArgv } from './now.js'
+import { SLIDING_LOG_LUA } from './sliding-log.js'
 
 /**
  * The refund script: gives back `cost` units to every policy of a set for one client key, in
@@ -11,7 +12,8 @@ import { nowFromArgv } from './now.js'
  * ARGV: [1] the policies as for DECIDE_LUA, [2] the cost, [3] how many ms ago the refunded
  *       request was admitted, or '' when unknown, [4] optional: now in epoch ms (tests).
  * Reply: nil.
- * Writes: only a key that holds a state and whose state changes, with SET ... KEEPTTL: a refund
+ * Writes: only a key that holds a state and whose state changes, with SET ... KEEPTTL (a sliding
+ *         log: SETRANGE, see sliding-log.ts): a refund
  *         never lengthens the time back to full quota, so the expiry the decision set still
  *         covers it, and a key never loses its expiry. A missing key stays missing.
  */
@@ -22,6 +24,7 @@ ${nowFromArgv(4)}
 -- When the refunded request was admitted (nil: unknown), as in core's Refund.
 local admitted = nil
 if ARGV[3] ~= '' then admitted = now - tonumber(ARGV[3]) end
+${SLIDING_LOG_LUA}
 
 -- Policy i's stored state (never false here) with cost c given back: the new state, or nil
 -- when nothing changes.
@@ -67,44 +70,6 @@ local function refundAlgorithm(i, state, c)
     return struct.pack('<' .. string.rep('d', precision + 2), stored, unpack(counts))
   end
 
-  if code == 3 then
-    -- sliding-log; state: time1, cost1, time2, cost2, ... oldest first, 16 bytes a pair
-    local s = {}
-    for j = 1, #state, 8 do s[#s + 1] = struct.unpack('<d', state, j) end
-    local n = #s / 2
-    local first = 1
-    while first <= n and s[2 * first - 1] <= now - window do first = first + 1 end
-    if first > n then return nil end
-    if admitted then
-      -- Only the admission's entry gives back: the newest at or before admitted, which is read
-      -- just after the admission.
-      local k = n
-      while k >= first and s[2 * k - 1] > admitted do k = k - 1 end
-      if k < first then return nil end
-      local kept = s[2 * k] - math.min(c, s[2 * k])
-      local middle = ''
-      if kept > 0 then middle = struct.pack('<dd', s[2 * k - 1], kept) end
-      return string.sub(state, 16 * first - 15, 16 * k - 16) .. middle .. string.sub(state, 16 * k + 1)
-    end
-    local left = c
-    local reduced = nil
-    while left > 0 and n >= first do
-      local taken = math.min(left, s[2 * n])
-      left = left - taken
-      if taken == s[2 * n] then
-        n = n - 1
-      else
-        reduced = s[2 * n] - taken
-      end
-    end
-    -- The pairs kept are a byte range of the old state (as in DECIDE_LUA), the newest one with
-    -- its cost reduced when only part of it was given back.
-    if reduced then
-      return string.sub(state, 16 * first - 15, 16 * n - 16) .. struct.pack('<dd', s[2 * n - 1], reduced)
-    end
-    return string.sub(state, 16 * first - 15, 16 * n)
-  end
-
   if code == 4 then
     -- token-bucket; state: tokens, updated
     local capacity = burst * window
@@ -130,11 +95,22 @@ local function refund(i, state, c)
   return nil
 end
 
-local stored = redis.call('MGET', unpack(KEYS))
 for i = 1, #KEYS do
-  if stored[i] then
-    local state = refund(i, stored[i], cost)
-    if state then redis.call('SET', KEYS[i], state, 'KEEPTTL') end
+  local code, limit, window = struct.unpack('<ddd', policies, 56 * i - 55)
+  if code == 3 then
+    -- sliding-log, in place (see sliding-log.ts); its block is inside the log and stays.
+    logFunctions()
+    local log = logRead(KEYS[i])
+    if not log.missing then
+      local write = logRefund(log, now, cost, window, admitted)
+      if write then logWrite(KEYS[i], write) end
+    end
+  else
+    local stored = redis.call('GET', KEYS[i])
+    if stored then
+      local state = refund(i, stored, cost)
+      if state then redis.call('SET', KEYS[i], state, 'KEEPTTL') end
+    end
   end
 end
 return nil

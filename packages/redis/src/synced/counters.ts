@@ -1,5 +1,8 @@
 import type { Policy } from '@sluice/core'
 
+/** Hashes outlive their last estimate by this much, so a late flush still finds them. */
+const KEEP_SLACK_MS = 5000
+
 /**
  * One sub-window of one policy for one key (for a fixed window, the window itself): this node's
  * running totals, what Redis holds of them, and the global count at the last reply.
@@ -13,6 +16,7 @@ export class SubWindow {
   /** The totals Redis has acknowledged for this node. */
   sentAdmitted = 0
   sentRefunded = 0
+  sentExact = 0
   deniedHere = false
   deniedSent = false
   /** Σ over nodes at the last reply, and this node's part of it then. */
@@ -21,22 +25,93 @@ export class SubWindow {
   deniedAnywhere = false
   /** Units asked for here (admitted or not): this node's offered load, to project the others'. */
   asked = 0
-  /** How much the other nodes' count grew between the last two replies (a projection of the next). */
-  othersGrowth = 0
-  #others: number | undefined
+  /** How fast the other nodes' count grew (units per ms), from the last two replies: a projection of what they add unseen. */
+  othersRate = 0
+  /** Window time at which the last reply's sync was sent (what the global count is as of). */
+  heardAt = Number.NEGATIVE_INFINITY
+  /** The others' count the rate is measured from, and when. */
+  #baseOthers = 0
+  #baseAt: number
 
   constructor(
     readonly redisKey: string,
     readonly start: number,
-  ) {}
+  ) {
+    this.#baseAt = start
+  }
 
-  /** Records a reply: the global count and this node's part of it. */
-  heard(global: number, mine: number): void {
+  /**
+   * Records a reply to a call sent at window time `at`: the global count, this node's part of it,
+   * and whether a node denied in this sub-window. The others' rate is their growth over at least
+   * `interval` ms (they send once an interval: a shorter span sees a batch or nothing), measured
+   * from the sub-window's start, when every count was 0.
+   */
+  heard(global: number, mine: number, deniedAnywhere: boolean, at: number, interval: number): void {
     const others = global - mine
-    if (this.#others !== undefined) this.othersGrowth = Math.max(0, others - this.#others)
-    this.#others = others
+    if (at - this.#baseAt >= interval) {
+      this.othersRate = Math.max(0, others - this.#baseOthers) / (at - this.#baseAt)
+      this.#baseOthers = others
+      this.#baseAt = at
+    }
+    this.heardAt = Math.max(this.heardAt, at)
     this.global = global
     this.mineInGlobal = mine
+    if (deniedAnywhere) this.deniedAnywhere = true
+  }
+
+  /** Redis holds these totals of this node's now (and its denial, when `denied`). */
+  acknowledge(admitted: number, refunded: number, exact: number, denied: boolean): void {
+    this.sentAdmitted = Math.max(this.sentAdmitted, admitted)
+    this.sentRefunded = Math.max(this.sentRefunded, refunded)
+    this.sentExact = Math.max(this.sentExact, exact)
+    if (denied) this.deniedSent = true
+  }
+
+  /** Redis lost its keys: nothing of this node's is there any more, so all of it is news again. */
+  forgetSent(): void {
+    this.sentAdmitted = 0
+    this.sentRefunded = 0
+    this.sentExact = 0
+    this.deniedSent = false
+  }
+
+  /** Units asked for here, admitted or not. */
+  ask(cost: number): void {
+    this.asked += cost
+  }
+
+  /** Admitted by a local decision. */
+  count(cost: number): void {
+    this.admitted += cost
+  }
+
+  /** Admitted by an exact decision: Redis counted it already. */
+  countExact(cost: number): void {
+    this.exact += cost
+    this.sentExact += cost
+    this.global += cost
+    this.mineInGlobal += cost
+  }
+
+  /** Takes up to `cost` off this node's count; returns what it took. */
+  refund(cost: number): number {
+    const taken = Math.min(cost, this.mine)
+    this.refunded += taken
+    return taken
+  }
+
+  /** Denied here; `sent` when the exact script has already told Redis. */
+  deny(sent = false): void {
+    this.deniedHere = true
+    if (sent) this.deniedSent = true
+  }
+
+  /** The count starts again from 0 on every node (Redis's `o` takes the sum off). */
+  reset(): void {
+    this.global = 0
+    this.mineInGlobal = this.mine
+    this.deniedAnywhere = false
+    this.deniedHere = false
   }
 
   /** This node's net count. */
@@ -52,7 +127,10 @@ export class SubWindow {
   /** Something Redis has not heard yet. */
   get dirty(): boolean {
     return (
-      this.admitted > this.sentAdmitted || this.refunded > this.sentRefunded || (this.deniedHere && !this.deniedSent)
+      this.admitted > this.sentAdmitted ||
+      this.refunded > this.sentRefunded ||
+      this.exact > this.sentExact ||
+      (this.deniedHere && !this.deniedSent)
     )
   }
 }
@@ -74,6 +152,11 @@ export class PolicyCounters {
   readonly windows: SubWindow[] = []
   /** Redis has answered for this key (a sync or an exact call) since this node began counting it. */
   heard = false
+  /** Waiting in the sync loop's list of what changed here since the last sync, and since when (window time). */
+  pending = false
+  pendingSince = 0
+  /** Window time of the last decision on this key here. */
+  usedAt = Number.NEGATIVE_INFINITY
   /** This node's offered rate (units per ms) in the newest sub-window dropped so far, and its start. */
   #lastRate = 0
   #lastRateStart = Number.NEGATIVE_INFINITY
@@ -95,8 +178,8 @@ export class PolicyCounters {
       if (w.start === start) return w
       if (w.start < start) {
         const made = new SubWindow(this.keyAt(start), start)
-        // A hot key stays hot: the new sub-window starts from the last one's growth.
-        made.othersGrowth = w.othersGrowth
+        // A hot key stays hot: the new sub-window starts from the last one's rate.
+        made.othersRate = w.othersRate
         windows.splice(i + 1, 0, made)
         return made
       }
@@ -114,11 +197,13 @@ export class PolicyCounters {
 
   /**
    * Units the other nodes probably added that this node has not heard of yet: the larger of their
-   * growth between the last two replies and this node's own offered rate times the other live
-   * nodes (a balancer spreads load evenly), each over `staleness` ms (about two intervals: what
-   * they counted since their last sync, and since this node's).
+   * rate as the last replies showed it and this node's own offered rate times the other live
+   * nodes (a balancer spreads load evenly), over the time since the count was last heard (at
+   * least an interval: what they counted since their last sync) plus `lag` (how late this
+   * machine's timers and replies run). A key not used here for a while is decided on its last
+   * count plus this growth, so a stale key near its limit goes exact.
    */
-  unseen(now: number, liveNodes: number, staleness: number, interval: number): number {
+  unseen(now: number, liveNodes: number, interval: number, lag: number): number {
     const start = this.currentStart(now)
     const current = this.find(start)
     const previous = this.find(start - this.geometry.span)
@@ -130,9 +215,70 @@ export class PolicyCounters {
       rate = ((current?.asked ?? 0) + this.#lastRate * span) / (elapsed + span)
     // No history: the rate so far in this sub-window, over at least an interval.
     else rate = (current?.asked ?? 0) / Math.max(elapsed, interval)
+    const since = now - Math.max(current?.heardAt ?? start, start)
+    const staleness = interval + lag + Math.max(interval, since)
     const byRate = (liveNodes - 1) * rate * staleness
-    const byGrowth = ((current?.othersGrowth ?? 0) * staleness) / interval
+    const byGrowth = (current?.othersRate ?? 0) * staleness
     return Math.max(byRate, byGrowth)
+  }
+
+  /**
+   * Whether a sync should read this sub-window: it has news for Redis, or it is the current one,
+   * or it is past but other nodes may still send to it (until `settle` ms after its end).
+   */
+  wanted(w: SubWindow, now: number, settle: number): boolean {
+    if (w.dirty) return true
+    const end = w.start + this.geometry.span
+    return end > now || (this.live(w, now) && w.heardAt < end + settle)
+  }
+
+  /**
+   * Takes the cost off this node's own counts, newest live sub-window first (what other nodes
+   * counted is theirs to refund).
+   */
+  refund(cost: number, now: number): void {
+    const { span, depth } = this.geometry
+    const oldest = this.currentStart(now) - (depth - 1) * span
+    let left = cost
+    for (let i = this.windows.length - 1; i >= 0 && left > 0; i--) {
+      const w = this.windows[i] as SubWindow
+      if (w.start >= oldest && w.start <= now) left -= w.refund(left)
+    }
+  }
+
+  /** Starts every sub-window of the estimate at `now` again from 0; their Redis keys. */
+  reset(now: number): string[] {
+    const { span, depth } = this.geometry
+    const current = this.currentStart(now)
+    const keys: string[] = []
+    for (let i = 0; i < depth; i++) {
+      const w = this.at(current - i * span)
+      w.reset()
+      keys.push(w.redisKey)
+    }
+    return keys
+  }
+
+  /** Milliseconds Redis keeps a sub-window's hash: until the last estimate that reads it, and a margin for late flushes. */
+  keepFor(window: SubWindow, now: number): number {
+    const { span, depth } = this.geometry
+    return Math.max(KEEP_SLACK_MS, Math.ceil(window.start + span * depth - now) + KEEP_SLACK_MS)
+  }
+
+  /**
+   * This node's part of the key's traffic as the last replies reported it: its count over the
+   * global count, summed over the sub-windows an estimate at `now` reads; undefined when Redis
+   * reported none.
+   */
+  trafficShare(now: number): number | undefined {
+    let mine = 0
+    let global = 0
+    for (const w of this.windows) {
+      if (!this.live(w, now)) continue
+      mine += w.mineInGlobal
+      global += w.global
+    }
+    return global > 0 ? Math.min(1, Math.max(0, mine / global)) : undefined
   }
 
   /** The start of the sub-window holding `now`. */
@@ -144,6 +290,21 @@ export class PolicyCounters {
   live(w: SubWindow, now: number): boolean {
     const { span, depth } = this.geometry
     return w.start + span * depth > now
+  }
+
+  /**
+   * Units counted or refunded here that Redis has not acknowledged; infinite when a denial is
+   * unsent or a sub-window other than the current one (at `now`) holds news.
+   */
+  unsent(now: number): number {
+    const current = this.currentStart(now)
+    let units = 0
+    for (const w of this.windows) {
+      if (!w.dirty) continue
+      if (w.start !== current || (w.deniedHere && !w.deniedSent)) return Number.POSITIVE_INFINITY
+      units += w.admitted - w.sentAdmitted + w.refunded - w.sentRefunded + w.exact - w.sentExact
+    }
+    return units
   }
 
   /** Drops sub-windows that no estimate reads and Redis has heard in full. */

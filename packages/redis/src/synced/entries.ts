@@ -1,4 +1,4 @@
-import type { PolicySet } from '@sluice/core'
+import type { Outcome, PolicySet } from '@sluice/core'
 import type { PolicyCounters } from './counters.js'
 
 /** One key under one policy set: a PolicyCounters per policy, in the set's order. */
@@ -14,6 +14,7 @@ export interface Entry {
 export class Entries {
   readonly #bySet = new Map<string, Map<string, Entry>>()
   #size = 0
+  #cursor: Generator<[Map<string, Entry>, string, Entry]> | undefined
 
   get size(): number {
     return this.#size
@@ -34,14 +35,34 @@ export class Entries {
     byKey.set(key, entry)
   }
 
-  /** Visits every entry, dropping those `visit` returns false for. */
-  sweep(visit: (entry: Entry) => boolean): void {
-    for (const [id, byKey] of this.#bySet) {
-      for (const [key, entry] of byKey) {
-        if (visit(entry)) continue
-        byKey.delete(key)
-        this.#size--
+  /** Visits every entry: O(keys), for rare events only (Redis lost its keys). */
+  visitAll(visit: (entry: Entry) => void): void {
+    for (const byKey of this.#bySet.values()) for (const entry of byKey.values()) visit(entry)
+  }
+
+  /**
+   * Visits up to `count` entries, going on where the last call stopped (a pass over all of them is
+   * spread over many calls, so no call costs O(keys)), dropping those `visit` returns false for.
+   */
+  sweepSome(count: number, visit: (entry: Entry) => boolean): void {
+    for (let i = 0; i < count; i++) {
+      this.#cursor ??= this.#walk()
+      const next = this.#cursor.next()
+      if (next.done === true) {
+        this.#cursor = undefined
+        return
       }
+      const [byKey, key, entry] = next.value
+      if (visit(entry)) continue
+      byKey.delete(key)
+      this.#size--
+    }
+  }
+
+  /** Every entry with its map, set by set; Map iteration survives deleting the current key. */
+  *#walk(): Generator<[Map<string, Entry>, string, Entry]> {
+    for (const [id, byKey] of this.#bySet) {
+      for (const [key, entry] of byKey) yield [byKey, key, entry]
       if (byKey.size === 0) this.#bySet.delete(id)
     }
   }
@@ -58,5 +79,22 @@ export class Entries {
       }
     }
     return false
+  }
+}
+
+/** The core algorithms' states of every policy of the entry at `now`: global estimates, or this node's own counts. */
+export function statesOf(entry: Entry, now: number, own: boolean): unknown[] {
+  return entry.counters.map((c) => c.stateAt(now, own))
+}
+
+/** Counts a local admission in every policy's current sub-window. */
+export function countIn(entry: Entry, now: number, cost: number): void {
+  for (const counters of entry.counters) counters.at(counters.currentStart(now)).count(cost)
+}
+
+/** Marks denied here the current sub-window of every policy whose outcome denied. */
+export function markDenied(entry: Entry, now: number, outcomes: readonly Outcome[]): void {
+  for (const [i, counters] of entry.counters.entries()) {
+    if (!(outcomes[i] as Outcome).allowed) counters.at(counters.currentStart(now)).deny()
   }
 }

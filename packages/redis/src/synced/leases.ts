@@ -105,12 +105,13 @@ export class Leases {
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
-    if (this.#timer !== undefined) clearInterval(this.#timer)
+    this.#stop()
     await this.#syncing
     const ops: Op[] = []
     for (const byKey of this.#leases.values()) for (const lease of byKey.values()) this.#giveBackAll(lease, ops)
     this.#leases.clear()
-    await this.#send(ops).catch(() => undefined)
+    // Not queued on a client without a connection: it could wait for one forever.
+    if (this.#o.client.connected()) await this.#send(ops).catch(() => undefined)
   }
 
   /**
@@ -188,11 +189,21 @@ export class Leases {
     this.#timer.unref?.()
   }
 
+  #stop(): void {
+    if (this.#timer !== undefined) clearInterval(this.#timer)
+    this.#timer = undefined
+  }
+
   /**
    * One sync: per lease, the interval's demand goes into its rate; the grant is topped up or given
    * back to fit it; a lease idle for IDLE_SYNCS syncs gives back all it holds and is forgotten.
    */
   readonly #tick = (): void => {
+    // Every lease idle long enough is forgotten: an idle store keeps no lease timer (the next lease starts it).
+    if (this.#size === 0 && this.#syncing === undefined) {
+      this.#stop()
+      return
+    }
     const local = this.#local()
     if (this.#closed || this.#syncing !== undefined || local < this.#nextAttempt) return
     const ops: Op[] = []

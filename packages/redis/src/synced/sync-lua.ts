@@ -10,10 +10,14 @@
  * command per key (the hash gets its expiry when this write creates it; every node computes the
  * same end for a sub-window).
  *
- * KEYS: the sub-window hashes. ARGV[1], ARGV[2]: this node's `a:` and `r:` field names; then four
- * per key: admitted total, refunded total, denied here (1|0), milliseconds to keep the hash.
- * Reply: the server's TIME (seconds, microseconds), then per key the global count, denied (1|0)
- * and this node's `x:` field.
+ * This node's `x:` total comes too, and is written only when larger than Redis's: normally Redis has
+ * it first (the exact script grows it), but a Redis restarted empty gets it back this way.
+ *
+ * KEYS: the sub-window hashes. ARGV[1], ARGV[2]: this node's `a:` and `r:` field names; then five
+ * per key: admitted total, refunded total, exact total, denied here (1|0), milliseconds to keep the hash.
+ * Reply: the server's TIME (seconds, microseconds), then per key the global count, denied (1|0),
+ * this node's `x:` field, and 1 when the hash did not exist (0 else): a node that had sent to a
+ * live sub-window finding it gone knows Redis lost its keys.
  */
 export const SYNC_LUA = `
 local a, r = ARGV[1], ARGV[2]
@@ -22,8 +26,8 @@ local time = redis.call('TIME')
 local reply = { tonumber(time[1]), tonumber(time[2]) }
 for i = 1, #KEYS do
   local key = KEYS[i]
-  local at = 4 * i - 1
-  local admitted, refunded = tonumber(ARGV[at]), tonumber(ARGV[at + 1])
+  local at = 5 * i - 2
+  local admitted, refunded, exact = tonumber(ARGV[at]), tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2])
   local fields = redis.call('HGETALL', key)
   local sum, denied, held_a, held_r, held_x = 0, 0, 0, 0, 0
   for j = 1, #fields, 2 do
@@ -47,18 +51,25 @@ for i = 1, #KEYS do
     writes[#writes + 1] = ARGV[at + 1]
     sum = sum - refunded + held_r
   end
-  if ARGV[at + 2] == '1' and denied == 0 then
+  if exact > held_x then
+    writes[#writes + 1] = x
+    writes[#writes + 1] = ARGV[at + 2]
+    sum = sum + exact - held_x
+    held_x = exact
+  end
+  if ARGV[at + 3] == '1' and denied == 0 then
     writes[#writes + 1] = 'd'
     writes[#writes + 1] = 1
     denied = 1
   end
   if #writes > 0 then
     redis.call('HSET', key, unpack(writes))
-    if #fields == 0 then redis.call('PEXPIRE', key, ARGV[at + 3]) end
+    if #fields == 0 then redis.call('PEXPIRE', key, ARGV[at + 4]) end
   end
   reply[#reply + 1] = sum
   reply[#reply + 1] = denied
   reply[#reply + 1] = held_x
+  reply[#reply + 1] = #fields == 0 and 1 or 0
 end
 return reply
 `
@@ -79,8 +90,8 @@ export const PAST_DEADLINE = -1
  * KEYS: per policy its sub-window hashes, oldest first, the current one last.
  * ARGV[1], ARGV[2]: this node's `a:` and `x:` fields; ARGV[3]: the cost; ARGV[4]: the deadline in
  * epoch ms (0: none); then per policy: limit, how many of KEYS are its (k), the weight of its
- * oldest sub-window (sliding window), milliseconds to keep, and k running `a:` totals of this
- * node, one per key.
+ * oldest sub-window (sliding window), milliseconds to keep, k running `a:` totals of this node,
+ * one per key, and k `x:` totals (caught up the same way: a Redis restarted empty gets them back).
  * Reply: 1|0 admitted, then the global count of every key before the decision, in KEYS order; or
  * only PAST_DEADLINE.
  */
@@ -101,8 +112,14 @@ while at <= #ARGV do
   local estimate = 0
   for j = 1, k do
     local key = KEYS[first + j]
-    local total = tonumber(ARGV[at + 3 + j])
-    if total > 0 and total > tonumber(redis.call('HGET', key, a) or 0) then redis.call('HSET', key, a, ARGV[at + 3 + j]) end
+    for _, field in ipairs({ a, x }) do
+      local given = field == a and ARGV[at + 3 + j] or ARGV[at + 3 + k + j]
+      local total = tonumber(given)
+      if total > 0 and total > tonumber(redis.call('HGET', key, field) or 0) then
+        -- A hash this catch-up makes gets the current sub-window's expiry, the longest any of them needs.
+        if redis.call('HSET', key, field, given) == 1 and redis.call('PTTL', key) == -1 then redis.call('PEXPIRE', key, ARGV[at + 3]) end
+      end
+    end
     local fields = redis.call('HGETALL', key)
     local sum = 0
     for f = 1, #fields, 2 do
@@ -118,7 +135,7 @@ while at <= #ARGV do
   denying[#denying + 1] = estimate + cost > limit + 1e-9
   if denying[#denying] then admit = false end
   first = first + k
-  at = at + 4 + k
+  at = at + 4 + 2 * k
 end
 for i = 1, #currents do
   if admit then

@@ -1,0 +1,70 @@
+import { randomUUID } from 'node:crypto'
+import { ConfigError } from '@sluice/core'
+import { type RedisClient, run, type ScriptClient, script, scriptClient } from './client.js'
+import { HEARTBEAT_LUA } from './synced/heartbeat.js'
+
+const HEARTBEAT = script(HEARTBEAT_LUA)
+/** A process that has not beaten for this long no longer counts (SyncedStore's own setting). */
+const PROCESS_TTL_MS = 5000
+const BEAT_EVERY_MS = 1000
+
+/** Options of `FleetSize`. */
+export interface FleetSizeOptions {
+  client: RedisClient
+  /** The prefix of the stores it counts for. Default `'sluice:'`. */
+  prefix?: string
+}
+
+/**
+ * How many processes share one Redis. Each process beats once a second into the sorted set that
+ * `SyncedStore`'s nodes beat into (`<prefix>{sluice-nodes}:live`: a fleet of either kind, or of
+ * both, counts as one), and `processes` is the count Redis gave at the last beat it answered:
+ * while Redis is away, the fleet as it stood when it went. For `FallbackShare`:
+ * `new FallbackShare({ processes: () => fleet.processes })`. One Redis command a second per process.
+ */
+export class FleetSize {
+  readonly #client: ScriptClient
+  readonly #key: string
+  readonly #id = randomUUID()
+  readonly #timer: ReturnType<typeof setInterval>
+  #processes = 1
+  #closed = false
+
+  constructor(options: FleetSizeOptions) {
+    if (options === null || typeof options !== 'object') {
+      throw new ConfigError('options', options, 'must be an object such as { client: redis }')
+    }
+    const { client, prefix = 'sluice:' } = options
+    if (typeof prefix !== 'string' || /[{}]/.test(prefix)) {
+      throw new ConfigError('prefix', prefix, 'must be a string without { or }')
+    }
+    this.#client = scriptClient(client)
+    this.#key = `${prefix}{sluice-nodes}:live`
+    void this.#beat()
+    this.#timer = setInterval(() => void this.#beat(), BEAT_EVERY_MS)
+    // Counting the fleet must not keep a process alive.
+    this.#timer.unref?.()
+  }
+
+  /** Processes alive at the last answered beat, this one included (1 before any). */
+  get processes(): number {
+    return this.#processes
+  }
+
+  /** Stops beating and leaves the set, so the others count one fewer at once. */
+  async close(): Promise<void> {
+    if (this.#closed) return
+    this.#closed = true
+    clearInterval(this.#timer)
+    await run(this.#client, HEARTBEAT, [this.#key], [this.#id, PROCESS_TTL_MS, '1']).catch(() => undefined)
+  }
+
+  async #beat(): Promise<void> {
+    try {
+      const live = await run(this.#client, HEARTBEAT, [this.#key], [this.#id, PROCESS_TTL_MS, '0'])
+      if (!this.#closed) this.#processes = Math.max(1, Number(live))
+    } catch {
+      // Redis away: keep the last count, which is what the fallback needs.
+    }
+  }
+}

@@ -1,0 +1,115 @@
+import { evaluate, type Outcome, type PolicySet } from '@sluice/core'
+import { run, type ScriptClient, script } from '../client.js'
+import type { SyncClock } from './clock.js'
+import type { SubWindow } from './counters.js'
+import { type Entry, markDenied, statesOf } from './entries.js'
+import { EXACT_LUA, PAST_DEADLINE, TAKE_BACK_LUA } from './sync-lua.js'
+import { withTimeout } from './timeout.js'
+
+const EXACT = script(EXACT_LUA)
+const TAKE_BACK = script(TAKE_BACK_LUA)
+/** How long an exact decision may wait for Redis before this node decides alone. */
+export const EXACT_TIMEOUT_MS = 250
+
+/**
+ * Keys near their limit, decided per request by a script on the same hashes the syncs write,
+ * with the take-backs of admissions whose replies came too late.
+ */
+export class ExactPath {
+  /** Exact calls answered as denied on their timeout whose replies are still due. */
+  readonly #late = new Set<Promise<void>>()
+
+  constructor(
+    readonly client: ScriptClient,
+    readonly nodeId: string,
+    readonly clock: SyncClock,
+    readonly interval: number,
+  ) {}
+
+  /** One EXACT_LUA call; a reply later than EXACT_TIMEOUT_MS or an error is a denial. Never rejects. */
+  async decide(entry: Entry, set: PolicySet, cost: number, now: number): Promise<readonly Outcome[]> {
+    const keys: string[] = []
+    const args: (string | number)[] = [
+      `a:${this.nodeId}`,
+      `x:${this.nodeId}`,
+      cost,
+      this.clock.deadline(now, EXACT_TIMEOUT_MS),
+    ]
+    const windows: SubWindow[] = []
+    for (const counters of entry.counters) {
+      const { span, depth } = counters.geometry
+      const current = counters.currentStart(now)
+      const mine: number[] = []
+      const exact: number[] = []
+      for (let i = depth - 1; i >= 0; i--) {
+        const w = counters.at(current - i * span)
+        windows.push(w)
+        keys.push(w.redisKey)
+        mine.push(w.admitted)
+        exact.push(w.exact)
+      }
+      const weight = (current + span - now) / span
+      args.push(counters.policy.limit, depth, weight, counters.keepFor(counters.at(current), now), ...mine, ...exact)
+    }
+    const sent = windows.map((w) => w.admitted)
+    const sentExact = windows.map((w) => w.exact)
+    const call = run(this.client, EXACT, keys, args) as Promise<number[]>
+    let reply: number[] | undefined
+    try {
+      reply = await withTimeout(call, EXACT_TIMEOUT_MS)
+    } catch {
+      this.#takeBackIfAdmitted(call, entry, now, cost)
+    }
+    if (reply === undefined || reply[0] === PAST_DEADLINE) {
+      // Slow or failing Redis on a key near its limit: deny (the safe side). Once syncs fail too,
+      // the node is degraded and decides alone on its share without asking. Not marked denied:
+      // the key was not found full, and other nodes would then send its every request to a slow Redis.
+      return evaluate(statesOf(entry, now, false), now, set, cost).outcomes.map(deniedAnyway)
+    }
+    const admitted = reply[0] === 1
+    // This node's part of the reply: what it sent, and its exact admissions so far (one in flight may be missing).
+    for (const [i, w] of windows.entries()) {
+      w.acknowledge(sent[i] as number, 0, sentExact[i] as number, false)
+      w.heard(reply[1 + i] as number, w.sentAdmitted - w.sentRefunded + w.exact, false, now, this.interval)
+    }
+    for (const counters of entry.counters) counters.heard = true
+    const before = evaluate(statesOf(entry, now, false), now, set, cost)
+    if (admitted) {
+      for (const counters of entry.counters) counters.at(counters.currentStart(now)).countExact(cost)
+      return before.allowed ? before.outcomes : before.outcomes.map(admittedAnyway)
+    }
+    markDenied(entry, now, before.outcomes)
+    for (const counters of entry.counters) counters.at(counters.currentStart(now)).deny(true)
+    return before.allowed ? before.outcomes.map(deniedAnyway) : before.outcomes
+  }
+
+  /** Settles once every late reply has been taken back or found denied (at most `ms`). */
+  async settle(ms: number): Promise<void> {
+    await withTimeout(Promise.all(this.#late), ms).catch(() => undefined)
+  }
+
+  /**
+   * A script that ran after its deadline counted nothing; one that ran in time but whose reply came
+   * after the timeout (a busy event loop, the offset's error) may have admitted a call the caller
+   * was told no. Then this node takes its `x:` back in Redis at once (one small script), so Redis
+   * counts only what callers were told was admitted. `close()` waits for these replies.
+   */
+  #takeBackIfAdmitted(call: Promise<number[]>, entry: Entry, now: number, cost: number): void {
+    const keys = entry.counters.map((counters) => counters.keyAt(counters.currentStart(now)))
+    const late: Promise<void> = call
+      .then(async (reply) => {
+        if (reply[0] === 1) await run(this.client, TAKE_BACK, keys, [`x:${this.nodeId}`, cost])
+      })
+      .catch(() => undefined)
+      .finally(() => this.#late.delete(late))
+    this.#late.add(late)
+  }
+}
+
+function admittedAnyway(o: Outcome): Outcome {
+  return { allowed: true, remaining: 0, resetAfter: o.resetAfter, retryAfter: 0, delay: 0 }
+}
+
+export function deniedAnyway(o: Outcome): Outcome {
+  return { allowed: false, remaining: 0, resetAfter: o.resetAfter, retryAfter: Math.max(1, o.resetAfter), delay: 0 }
+}

@@ -1,0 +1,59 @@
+import { run, type ScriptClient, script } from '../client.js'
+import type { SyncClock } from './clock.js'
+import { HEARTBEAT_LUA } from './heartbeat.js'
+import { withTimeout } from './timeout.js'
+
+const HEARTBEAT = script(HEARTBEAT_LUA)
+const HEARTBEAT_EVERY_MS = 1000
+/** A node missing this long is not counted alive. */
+const NODE_TTL_MS = 5000
+/** Heartbeats with the first syncs, spread over the first interval, so nodes started together see each other within it. */
+export const DISCOVERY_HEARTBEATS = 3
+
+/** This node's place in the fleet: its heartbeats, and how many nodes beat with it. */
+export class Fleet {
+  /** Nodes seen alive at the last heartbeat (1 before any). */
+  liveNodes = 1
+  #lastBeat = Number.NEGATIVE_INFINITY
+  #beats = 0
+
+  /** Redis's epoch at the last heartbeat; undefined before the first. */
+  #epoch: string | undefined
+
+  constructor(
+    readonly client: ScriptClient,
+    /** The key prefix: the set of live nodes and the epoch share its `{sluice-nodes}` hash tag. */
+    readonly prefix: string,
+    readonly nodeId: string,
+  ) {}
+
+  get #keys(): string[] {
+    return [`${this.prefix}{sluice-nodes}:live`, `${this.prefix}{sluice-nodes}:epoch`]
+  }
+
+  /** The first syncs each carry a heartbeat while the fleet is being discovered, then one a second. */
+  due(local: number): boolean {
+    return this.#beats < DISCOVERY_HEARTBEATS || local - this.#lastBeat >= HEARTBEAT_EVERY_MS
+  }
+
+  /** One heartbeat; resolves true when Redis's epoch changed since the last (it lost its keys). */
+  async beat(local: number, clock: SyncClock): Promise<boolean> {
+    this.#lastBeat = local
+    this.#beats++
+    const asked = clock.local()
+    const reply = (await run(this.client, HEARTBEAT, this.#keys, [this.nodeId, NODE_TTL_MS, '0'])) as unknown[]
+    const [live, epoch, seconds, micros] = reply as [number, string, number, number]
+    clock.measure(asked, clock.local(), seconds * 1000 + Math.floor(micros / 1000))
+    this.liveNodes = Math.max(1, Number(live))
+    const changed = this.#epoch !== undefined && this.#epoch !== String(epoch)
+    this.#epoch = String(epoch)
+    return changed
+  }
+
+  /** Leaves the set of live nodes (others stop counting it within NODE_TTL_MS anyway); never rejects, waits at most `ms`. */
+  async leave(ms: number): Promise<void> {
+    if (!this.client.connected()) return
+    const call = run(this.client, HEARTBEAT, this.#keys, [this.nodeId, NODE_TTL_MS, '1'])
+    await withTimeout(call, ms).catch(() => undefined)
+  }
+}

@@ -1,0 +1,111 @@
+import { randomUUID } from 'node:crypto'
+import { assertKnownOptions, ConfigError, type Observe, toMilliseconds } from '@sluice/core'
+import type { RedisClient } from '../client.js'
+import { assertPrefix } from '../options.js'
+
+/** Every option `SyncedStore` takes; any other name is a ConfigError with a hint. */
+export const SYNCED_STORE_OPTION_NAMES: readonly string[] = [
+  'client',
+  'prefix',
+  'interval',
+  'exactAbove',
+  'maxKeys',
+  'nodeId',
+  'now',
+  'observe',
+  'weight',
+  'lease',
+]
+
+/** Options of `SyncedStore`: `client`, `prefix`, `interval`, `exactAbove`, `maxKeys`, `nodeId`, `now`, `observe`, `weight`, `lease`. */
+export interface SyncedStoreOptions {
+  /** An ioredis or iovalkey `Redis` or `Cluster`, or a node-redis v5 client or cluster (see RedisStore). */
+  client: RedisClient
+  /** Put before every key. Default `'sluice:'`. Must not contain `{` or `}`. */
+  prefix?: string
+  /** How often counts go to Redis and come back: ms or a duration such as `'100ms'`. Default 100 ms. */
+  interval?: number | string
+  /**
+   * Share of a limit (0 < exactAbove ≤ 1) from which a key is decided exactly, one script call per
+   * request, until its window turns. Default 0.8. With 1 a key goes exact only once denied.
+   */
+  exactAbove?: number
+  /** Keys (per policy set) kept in memory. Default 100 000. */
+  maxKeys?: number
+  /** This process's id in Redis. Default a random UUID: unique per process. */
+  nodeId?: string
+  /** Tests only: the clock in epoch ms, used instead of the local clock corrected to Redis `TIME`. */
+  now?: () => number
+  /**
+   * Called with a `sync` event after each sync: how long it took, how many sub-windows it carried,
+   * and any error (the same function a limiter's `observe` takes); its exceptions are contained.
+   */
+  observe?: Observe
+  /**
+   * The part of each limit (0 < weight ≤ 1) this node enforces alone while Redis is unreachable.
+   * Default: learned per key, this node's part of the key's traffic at the last syncs (limit ÷ live
+   * nodes for a key Redis has reported nothing of). Give it when you know better, e.g. 0.5 on
+   * each of two nodes behind an even balancer.
+   */
+  weight?: number
+  /**
+   * Token bucket and GCRA by leasing (default `true`): each node takes grants of units out of the
+   * key's state in Redis and spends them locally (see README). `false`: one script call per request.
+   */
+  lease?: boolean
+}
+
+/** The options checked, with their defaults filled in. */
+export interface ResolvedOptions {
+  readonly client: RedisClient
+  readonly prefix: string
+  readonly interval: number
+  readonly exactAbove: number
+  readonly maxKeys: number
+  readonly nodeId: string
+  readonly now: (() => number) | undefined
+  readonly observe: Observe | undefined
+  readonly weight: number | undefined
+  readonly lease: boolean
+}
+
+/** Checks every option at construction: a ConfigError naming the field and the value. */
+export function resolveOptions(options: SyncedStoreOptions): ResolvedOptions {
+  if (options === null || typeof options !== 'object') {
+    throw new ConfigError('options', options, 'must be an object such as { client: new Redis() }')
+  }
+  assertKnownOptions(options as unknown as Record<string, unknown>, SYNCED_STORE_OPTION_NAMES, 'SyncedStore')
+  const { client, prefix = 'sluice:', interval = 100, exactAbove = 0.8, maxKeys = 100_000, now, observe } = options
+  assertPrefix(prefix)
+  if (typeof exactAbove !== 'number' || !(exactAbove > 0 && exactAbove <= 1)) {
+    throw new ConfigError('exactAbove', exactAbove, 'must be a share of the limit above 0 and at most 1, such as 0.8')
+  }
+  if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {
+    throw new ConfigError('maxKeys', maxKeys, 'must be a positive whole number')
+  }
+  const nodeId = options.nodeId ?? randomUUID()
+  if (typeof nodeId !== 'string' || nodeId.length === 0 || nodeId.length > 200) {
+    throw new ConfigError('nodeId', nodeId, 'must be a non-empty string of at most 200 characters')
+  }
+  const { weight } = options
+  if (weight !== undefined && (typeof weight !== 'number' || !(weight > 0 && weight <= 1))) {
+    throw new ConfigError('weight', weight, 'must be a share of each limit above 0 and at most 1, such as 0.5')
+  }
+  const { lease = true } = options
+  if (typeof lease !== 'boolean') throw new ConfigError('lease', lease, 'must be true or false')
+  if (now !== undefined && typeof now !== 'function') {
+    throw new ConfigError('now', now, 'must be a function returning epoch milliseconds')
+  }
+  return {
+    client,
+    prefix,
+    interval: toMilliseconds('interval', interval),
+    exactAbove,
+    maxKeys,
+    nodeId,
+    now,
+    observe,
+    weight,
+    lease,
+  }
+}

@@ -1,0 +1,333 @@
+import type { ObserveEvent, SyncEvent } from '@sluice/core'
+import { run, type ScriptClient, script } from '../client.js'
+import type { SyncClock } from './clock.js'
+import type { PolicyCounters, SubWindow } from './counters.js'
+import type { Entries } from './entries.js'
+import { DISCOVERY_HEARTBEATS, type Fleet } from './fleet.js'
+import { slotOf } from './slot.js'
+import { SYNC_LUA } from './sync-lua.js'
+import { withTimeout } from './timeout.js'
+
+const SYNC = script(SYNC_LUA)
+/** A script call blocks Redis while it runs: big flushes go in parts. */
+const MAX_KEYS_PER_CALL = 1000
+const MAX_BACKOFF_MS = 5000
+/** The least time a sync may take before it counts as failed (5 intervals when longer). */
+export const SYNC_TIMEOUT_MS = 2000
+
+interface Sent {
+  readonly counters: PolicyCounters
+  readonly window: SubWindow
+  /** Milliseconds Redis keeps the hash. */
+  readonly keep: number
+  readonly admitted: number
+  readonly refunded: number
+  readonly exact: number
+  readonly denied: boolean
+}
+
+/** Entries a sync visits to drop what no estimate reads any more: memory is swept a slice at a time. */
+const SWEPT_PER_SYNC = 256
+/** A key near its limit is read at every sync for this long after its last decision here. */
+const WATCH_MS = 1000
+/** Share of `exactAbove × limit` from which a key used here lately is watched, and below which its changes may be held. */
+const WATCH_FROM = 0.5
+/**
+ * A key far from its limit may hold its changes this long and up to this many units before a sync
+ * carries them (a cool key then costs Redis one read and write a second, not one per request); a
+ * killed process loses at most these on such a key.
+ */
+const HOLD_MS = 1000
+const HOLD_UNITS = 4
+/** Only sub-windows at least this long hold changes: a hold is then a small part of their life. */
+const HOLD_SPAN_MS = 10 * HOLD_MS
+
+/**
+ * The background loop. Every `interval` one script call (per hash slot on a Cluster, per 1000
+ * sub-windows) sends what changed here since the last sync (the running totals of the keys decided
+ * here) and brings back their sums over all nodes, with the keys near their limit that were used
+ * here lately; a key not used keeps its last count (see `PolicyCounters.unseen`). An idle node
+ * sends only its heartbeat. Failures back off exponentially up to 5 s.
+ */
+export class SyncLoop {
+  #failures = 0
+  #nextAttempt = 0
+  /** The client had no connection when the last sync failed: once it has one again, the backoff is over. */
+  #failedDisconnected = false
+  /** The wall clock stepped: the next sync carries a heartbeat, whose reply measures the offset again. */
+  #measureNow = false
+  /** Local time the sync in flight was sent; undefined when none is. */
+  #inFlightSince: number | undefined
+  #timer: ReturnType<typeof setInterval> | undefined
+  #syncing: Promise<void> | undefined
+  #closed = false
+  /** Counters decided here since the last sync (each once: `pending`). */
+  #changed: PolicyCounters[] = []
+  /** Counters used here lately whose count is near their limit: read at every sync while so. */
+  readonly #watched = new Set<PolicyCounters>()
+  #lastTick = Number.NEGATIVE_INFINITY
+  /** How late the timer fires lately (ms beyond the interval, decaying): the machine's load. */
+  #lag = 0
+
+  constructor(
+    readonly client: ScriptClient,
+    readonly nodeId: string,
+    readonly interval: number,
+    readonly exactAbove: number,
+    readonly entries: Entries,
+    readonly clock: SyncClock,
+    readonly fleet: Fleet,
+    readonly observe: ((event: ObserveEvent) => void) | undefined,
+  ) {}
+
+  /**
+   * Whether this node decides alone on its share: the client says it is not connected, the last
+   * sync failed, or the one in flight has waited too long.
+   */
+  degradedAt(local: number): boolean {
+    if (this.#failures > 0 || !this.client.connected()) return true
+    return this.#inFlightSince !== undefined && local - this.#inFlightSince > Math.max(3 * this.interval, 1000)
+  }
+
+  /**
+   * How late this machine's timers run (ms) at local time `local`: lately, or now, when the timer
+   * is overdue (a starved event loop deciding a backlog before its timer fires). The others'
+   * unsent counts may be that much older too: the load is the machine's.
+   */
+  lagAt(local: number): number {
+    if (this.#lastTick === Number.NEGATIVE_INFINITY) return this.#lag
+    return Math.max(this.#lag, local - this.#lastTick - this.interval)
+  }
+
+  /** A decision here on `counters` at window time `now`: the next sync carries it. */
+  touch(counters: PolicyCounters, now: number): void {
+    counters.usedAt = now
+    if (counters.pending) return
+    counters.pending = true
+    counters.pendingSince = now
+    this.#changed.push(counters)
+  }
+
+  /** The timer starts with the first decision, never at import or construction; it never keeps a process alive. */
+  start(): void {
+    if (this.#timer !== undefined || this.#closed) return
+    this.#timer = setInterval(this.#tick, this.interval)
+    this.#timer.unref?.()
+    // The first syncs at once and within the first interval: their heartbeats tell this node how
+    // many others share the limits, so a fleet started together learns its size before a key fills.
+    this.#tick()
+    for (let i = 1; i < DISCOVERY_HEARTBEATS; i++)
+      setTimeout(this.#tick, (i * this.interval) / DISCOVERY_HEARTBEATS).unref?.()
+  }
+
+  /** Runs one sync after any in flight; never rejects. */
+  async flush(): Promise<void> {
+    await this.#syncing
+    await this.#sync(false, true)
+  }
+
+  /** Stops the timer and sends what is pending (one attempt, when the client is connected). */
+  async close(beforeLast: () => Promise<void>): Promise<void> {
+    this.#closed = true
+    if (this.#timer !== undefined) clearInterval(this.#timer)
+    this.#timer = undefined
+    await this.#syncing
+    await beforeLast()
+    // A client with no connection would only queue the call or wait for it to fail.
+    if (this.client.connected()) await this.#sync(true, true)
+  }
+
+  readonly #tick = (): void => {
+    const local = this.clock.local()
+    const gap = local - this.#lastTick
+    this.#lastTick = local
+    if (gap < 10 * this.interval) this.#lag = Math.max(gap - this.interval, this.#lag * 0.9, 0)
+    // A stepped wall clock: the offset to Redis is measured again by this very sync's heartbeat.
+    if (this.clock.checkStep()) this.#measureNow = true
+    if (this.#closed || this.#syncing !== undefined) return
+    if (local < this.#nextAttempt && !(this.#failedDisconnected && this.client.connected())) return
+    void this.#sync(false, false)
+  }
+
+  /**
+   * One sync: what changed and what is watched, in one call per slot (Cluster) or per 1000
+   * sub-windows; `all` sends held changes too (flush, close).
+   */
+  #sync(final: boolean, all: boolean): Promise<void> {
+    const started = this.clock.local()
+    const now = this.clock.at(started)
+    const groups = this.#collect(now, all)
+    let keys = 0
+    for (const group of groups) keys += group.length
+    const calls: Promise<unknown>[] = groups.map((group) => this.#send(group, now))
+    // After a failure every attempt carries a heartbeat: it tells when Redis is back.
+    if (!final && (this.fleet.due(started) || this.#failures > 0 || this.#measureNow)) {
+      this.#measureNow = false
+      calls.push(this.#beat(started))
+    }
+    if (calls.length === 0) return Promise.resolve()
+    this.#inFlightSince = started
+    let reported = false
+    const report = (error: unknown): void => {
+      if (reported) return
+      reported = true
+      this.#settled(started, keys, error)
+    }
+    // A reply that comes after the timeout still lands (totals are idempotent); it just is not waited for.
+    const tracked: Promise<void> = withTimeout(Promise.all(calls), Math.max(5 * this.interval, SYNC_TIMEOUT_MS))
+      .then(() => report(undefined), report)
+      .finally(() => {
+        if (this.#syncing === tracked) this.#syncing = undefined
+      })
+    this.#syncing = tracked
+    return tracked
+  }
+
+  #settled(started: number, keys: number, error: unknown): void {
+    const finished = this.clock.local()
+    this.#inFlightSince = undefined
+    if (error === undefined) {
+      this.#failures = 0
+      this.#nextAttempt = 0
+    } else {
+      this.#failedDisconnected = !this.client.connected()
+      this.#failures++
+      this.#nextAttempt = finished + Math.min(this.interval * 2 ** this.#failures, MAX_BACKOFF_MS)
+    }
+    if (this.observe === undefined) return
+    const event: SyncEvent = { type: 'sync', store: 'synced', durationMs: finished - started, keys }
+    this.observe(error === undefined ? event : { ...event, error })
+  }
+
+  /** A heartbeat; when Redis lost its keys (its epoch changed), every live window is news again. */
+  async #beat(local: number): Promise<void> {
+    if (await this.fleet.beat(local, this.clock)) this.#resendAll(this.clock.at(local))
+  }
+
+  /** Redis lost its keys: the next sync sends every live window this node holds (O(keys), once). */
+  #resendAll(now: number): void {
+    this.entries.visitAll((entry) => {
+      for (const counters of entry.counters) {
+        for (const window of counters.windows) if (counters.live(window, now)) window.forgetSent()
+        this.touch(counters, counters.usedAt)
+      }
+    })
+  }
+
+  /** The sub-windows of what changed and what is watched, grouped by slot; and a slice of memory swept. */
+  #collect(now: number, all: boolean): Sent[][] {
+    const groups = new Map<number, Sent[]>()
+    const cluster = this.client.cluster
+    const settle = 2 * this.interval + this.#lag
+    const add = (counters: PolicyCounters): void => {
+      counters.prune(now)
+      for (const window of counters.windows) {
+        if (!counters.wanted(window, now, settle)) continue
+        const slot = cluster ? slotOf(tagOf(window.redisKey)) : 0
+        let group = groups.get(slot)
+        if (group === undefined) {
+          group = []
+          groups.set(slot, group)
+        }
+        group.push({
+          counters,
+          window,
+          keep: counters.keepFor(window, now),
+          admitted: window.admitted,
+          refunded: window.refunded,
+          exact: window.exact,
+          denied: window.deniedHere,
+        })
+      }
+    }
+    const changed = this.#changed
+    this.#changed = []
+    // Held news goes all together once any of it is due (or anything else is sent): a call then
+    // carries many keys, rather than a call every interval for the one or two whose hold ended.
+    const holding = !all && changed.every((counters) => this.#holds(counters, now))
+    for (const counters of changed) {
+      if (holding) this.#changed.push(counters)
+      else {
+        counters.pending = false
+        add(counters)
+      }
+    }
+    if (this.#watched.size > 0) {
+      const sent = new Set(changed)
+      for (const counters of this.#watched) {
+        if (now - counters.usedAt > WATCH_MS) this.#watched.delete(counters)
+        else if (!sent.has(counters)) add(counters)
+      }
+    }
+    this.entries.sweepSome(SWEPT_PER_SYNC, (entry) => {
+      let kept = false
+      for (const counters of entry.counters) {
+        counters.prune(now)
+        if (counters.windows.length > 0) kept = true
+      }
+      return kept
+    })
+    const parts: Sent[][] = []
+    for (const group of groups.values()) {
+      for (let i = 0; i < group.length; i += MAX_KEYS_PER_CALL) parts.push(group.slice(i, i + MAX_KEYS_PER_CALL))
+    }
+    return parts
+  }
+
+  /** One call; on failure what it carried waits for the next sync again. */
+  async #send(group: Sent[], now: number): Promise<void> {
+    const keys: string[] = []
+    const args: (string | number)[] = [`a:${this.nodeId}`, `r:${this.nodeId}`]
+    for (const sent of group) {
+      keys.push(sent.window.redisKey)
+      args.push(sent.admitted, sent.refunded, sent.exact, sent.denied ? '1' : '0', sent.keep)
+    }
+    const asked = this.clock.local()
+    let reply: number[]
+    try {
+      reply = (await run(this.client, SYNC, keys, args)) as number[]
+    } catch (error) {
+      for (const sent of group) this.touch(sent.counters, sent.counters.usedAt)
+      throw error
+    }
+    this.clock.measure(asked, this.clock.local(), (reply[0] as number) * 1000 + Math.floor((reply[1] as number) / 1000))
+    let lost = false
+    for (const [i, sent] of group.entries()) {
+      const { window, counters } = sent
+      const at = 2 + 4 * i
+      if (reply[at + 3] === 1 && counters.live(window, now) && window.sentAdmitted + window.sentExact > 0) lost = true
+      window.acknowledge(sent.admitted, sent.refunded, sent.exact, sent.denied)
+      window.heard(
+        reply[at] as number,
+        sent.admitted - sent.refunded + (reply[at + 2] as number),
+        reply[at + 1] === 1,
+        now,
+        this.interval,
+      )
+      counters.heard = true
+      if (window.start === counters.currentStart(now) && this.#near(counters, window)) this.#watched.add(counters)
+    }
+    if (lost) this.#resendAll(now)
+  }
+
+  /**
+   * Whether a changed key's news may wait for a later sync: a little of it, not for long, on a key
+   * that stays far from its limit even if every node went on at this node's rate for the hold.
+   */
+  #holds(counters: PolicyCounters, now: number): boolean {
+    if (counters.geometry.span < HOLD_SPAN_MS || now - counters.pendingSince >= HOLD_MS) return false
+    if (counters.unsent(now) >= HOLD_UNITS) return false
+    const current = counters.find(counters.currentStart(now))
+    const estimate = current?.estimate ?? 0
+    const projected = estimate + counters.unseen(now, this.fleet.liveNodes + 1, HOLD_MS, this.#lag)
+    return projected < WATCH_FROM * this.exactAbove * counters.policy.limit
+  }
+
+  #near(counters: PolicyCounters, window: SubWindow): boolean {
+    return window.deniedAnywhere || window.estimate >= WATCH_FROM * this.exactAbove * counters.policy.limit
+  }
+}
+
+function tagOf(redisKey: string): string {
+  return redisKey.slice(redisKey.indexOf('{') + 1, redisKey.indexOf('}'))
+}

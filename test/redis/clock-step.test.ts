@@ -1,0 +1,108 @@
+// Clocks that step. The application server's wall clock steps back (NTP, a VM restored):
+// RedisStore decides on Redis's clock, and its denied cache keeps only spans on the monotonic
+// clock, so a denial it remembers still ends after its retryAfter, not after the length of the
+// step. The store's own clock glitches an hour forward and is corrected: no algorithm locks a key
+// for the length of the jump, and MemoryStore and RedisStore decide alike throughout.
+import { type AlgorithmName, createLimiter, type Decision, MemoryStore, type Store } from '@sluice/core'
+import { RedisStore } from '@sluice/redis'
+import { Redis } from 'ioredis'
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'
+import { findRedis, uniquePrefix } from '../support/redis.js'
+
+const shared = await findRedis()
+
+describe.skipIf(shared === undefined)('RedisStore when the local wall clock steps back an hour', () => {
+  const client = new Redis(shared?.url ?? '', { enableOfflineQueue: true })
+  afterEach(() => vi.useRealTimers())
+  afterAll(async () => {
+    client.disconnect()
+    await shared?.stop()
+  })
+
+  it('a remembered denial ends with its retryAfter, not an hour later', async () => {
+    const limiter = createLimiter({
+      limits: { limit: 1, window: '1s', algorithm: 'fixed-window' },
+      store: new RedisStore({ client, prefix: uniquePrefix('clock-step') }),
+    })
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() })
+    expect((await limiter.consume('k')).allowed).toBe(true)
+    const denied = await limiter.consume('k')
+    expect(denied.allowed).toBe(false)
+    expect(denied.retryAfter).toBeLessThanOrEqual(1000)
+    vi.setSystemTime(Date.now() - 3_600_000)
+    // Redis's fixed window has turned once its retryAfter has passed on the real clock.
+    await new Promise((resolve) => setTimeout(resolve, denied.retryAfter + 50))
+    expect((await limiter.consume('k')).allowed).toBe(true)
+  })
+
+  const HOUR = 3_600_000
+  const T0 = 1_800_000_000_000
+
+  /** Spend a key's quota during a +1 h glitch, correct the clock (2 s later), then ask again each second. */
+  async function glitch(store: (now: () => number) => Store, algorithm: AlgorithmName) {
+    const clock = { now: T0 }
+    const limiter = createLimiter({
+      limits: { limit: 10, window: '10s', algorithm },
+      store: store(() => clock.now),
+    })
+    const seen: Pick<Decision, 'allowed' | 'remaining' | 'retryAfter' | 'resetAfter'>[] = []
+    const ask = async () => {
+      const { allowed, remaining, retryAfter, resetAfter } = await limiter.consume('k')
+      seen.push({ allowed, remaining, retryAfter, resetAfter })
+      return seen.at(-1) as (typeof seen)[number]
+    }
+    await ask()
+    clock.now = T0 + HOUR
+    for (let i = 0; i < 11; i++) await ask()
+    clock.now = T0 + 2000
+    const after: boolean[] = []
+    for (let s = 0; s < 12; s++) {
+      after.push((await ask()).allowed)
+      clock.now += 1000
+    }
+    return { seen, after }
+  }
+
+  const algorithms: AlgorithmName[] = ['fixed-window', 'sliding-window', 'token-bucket', 'gcra']
+  it.each(algorithms)(
+    '%s: a quota spent during a +1 h glitch does not lock the key once the clock is corrected',
+    async (algorithm) => {
+      const memory = await glitch((now) => new MemoryStore({ now }), algorithm)
+      const redis = await glitch(
+        (now) => new RedisStore({ client, prefix: uniquePrefix(`glitch-${algorithm}`), now, deniedCache: false }),
+        algorithm,
+      )
+      // The glitch spent the quota: the eleventh request of the glitch was denied.
+      expect(memory.seen[11]?.allowed).toBe(false)
+      // Once corrected, the key is admitted at once (the glitch's counts read as no state).
+      expect(memory.after[0]).toBe(true)
+      expect(memory.after.filter((allowed) => !allowed).length).toBeLessThan(12)
+      expect(redis.seen).toEqual(memory.seen)
+    },
+  )
+
+  it.each(algorithms)(
+    '%s: one request during a +1 h glitch costs the key nothing once corrected',
+    async (algorithm) => {
+      const run = async (store: (now: () => number) => Store) => {
+        const clock = { now: T0 }
+        const limiter = createLimiter({ limits: { limit: 2, window: '10s', algorithm }, store: store(() => clock.now) })
+        clock.now = T0 + HOUR
+        await limiter.consume('k')
+        clock.now = T0 + 1000
+        return [await limiter.consume('k'), await limiter.consume('k'), await limiter.consume('k')].map((d) => ({
+          allowed: d.allowed,
+          retryAfter: d.retryAfter,
+        }))
+      }
+      const memory = await run((now) => new MemoryStore({ now }))
+      const redis = await run(
+        (now) => new RedisStore({ client, prefix: uniquePrefix(`one-${algorithm}`), now, deniedCache: false }),
+      )
+      expect(memory.map((d) => d.allowed)).toEqual([true, true, false])
+      // Retry-After tells the truth: within a window (and a sliding window's sub-window), not the hour.
+      expect(memory[2]?.retryAfter).toBeLessThanOrEqual(11_000)
+      expect(redis).toEqual(memory)
+    },
+  )
+})
