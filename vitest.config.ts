@@ -16,6 +16,7 @@ const PAIRED = [
 const ALONE = [
   'test/faults/faults.test.ts',
   'test/synced/processes.test.ts',
+  'test/synced/lease-processes.test.ts',
   // CLIENT PAUSE on the shared Redis would stall every other file's calls.
   'test/synced/store.test.ts',
   'test/redis/active-clients-sync.test.ts',

@@ -10,7 +10,8 @@
  *   3 s; the worst full window's admissions over the limit (windows by the local clock, which all
  *   processes share on this machine).
  *
- * Then the sections of bench/distributed/ (each its own table): cardinality.
+ * Then the sections of bench/distributed/ (each its own table): cardinality; buckets (token bucket
+ * and GCRA, RedisStore against SyncedStore with leasing).
  *
  *   flock /tmp/sluice-bench.lock pnpm bench:distributed [--seconds 2] [--only <section>]
  */
@@ -22,14 +23,16 @@ import { RedisStore, SyncedStore } from '@sluice/redis'
 import { Redis } from 'ioredis'
 import { RateLimiterRedis } from 'rate-limiter-flexible'
 import { parseCommandStats, startRedisServer } from '../test/support/redis.js'
+import { bucketRows } from './distributed/buckets.js'
 import { cardinalityRows } from './distributed/cardinality.js'
 
 type Kind = 'RedisStore' | 'SyncedStore' | 'RateLimiterRedis+inMemoryBlock'
 const KINDS: Kind[] = ['RedisStore', 'SyncedStore', 'RateLimiterRedis+inMemoryBlock']
 const HOT_LIMIT = 1000
 /** Further tables, each from a module of bench/distributed/, run after the main one on the same server. */
-const SECTIONS: Record<string, (url: string, admin: Redis) => Promise<string[]>> = {
+const SECTIONS: Record<string, (url: string, admin: Redis, seconds: number) => Promise<string[]>> = {
   cardinality: cardinalityRows,
+  buckets: bucketRows,
 }
 
 interface ChildArgs {
@@ -221,7 +224,8 @@ async function main(): Promise<void> {
       }
     }
     for (const [name, section] of Object.entries(SECTIONS)) {
-      if (only === undefined || only === name) sections.push([`\n${name}:`, ...(await section(server.url, admin))])
+      if (only === undefined || only === name)
+        sections.push([`\n${name}:`, ...(await section(server.url, admin, seconds))])
     }
   } finally {
     admin.disconnect()

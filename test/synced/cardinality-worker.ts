@@ -6,7 +6,8 @@
  * - `{"traffic":{"keys":n,"perKeyPerSecond":r,"seconds":s}}`: offers r requests a second to each of n
  *   keys (k0…), evenly spread, for s seconds, then waits for every answer; `{"admitted":…,"offered":…,"cpuMs":…}`.
  * - `{"close":true}`: closes the store and exits.
- * Args: one JSON object: url, store ('redis' | 'synced'), prefix, limit and window (ms), interval.
+ * Args: one JSON object: url, store ('redis' | 'synced'), prefix, limit and window (ms), interval,
+ * algorithm (default sliding window).
  */
 import { createInterface } from 'node:readline'
 import { parsePolicies } from '@sluice/core'
@@ -21,6 +22,8 @@ export interface CardinalityPlan {
   limit: number
   window: number
   interval: number
+  /** Default the sliding window. */
+  algorithm?: 'sliding-window' | 'token-bucket'
 }
 
 const plan = JSON.parse(process.argv[2] ?? '{}') as CardinalityPlan
@@ -31,7 +34,7 @@ const store: Store & { flush?: () => Promise<void>; close?: () => Promise<void> 
   plan.store === 'synced'
     ? new SyncedStore({ client, prefix: plan.prefix, interval: plan.interval })
     : new RedisStore({ client, prefix: plan.prefix })
-const set = parsePolicies({ limit: plan.limit, window: plan.window })
+const set = parsePolicies({ limit: plan.limit, window: plan.window, algorithm: plan.algorithm ?? 'sliding-window' })
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const cpuMs = (since: NodeJS.CpuUsage) => {
   const used = process.cpuUsage(since)

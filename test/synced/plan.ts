@@ -4,7 +4,7 @@ export interface WorkerPlan {
   prefix: string
   nodeId: string
   interval: number
-  algorithm: 'fixed-window' | 'sliding-window'
+  algorithm: 'fixed-window' | 'sliding-window' | 'token-bucket' | 'gcra'
   limit: number
   window: number
   /** Requests per second this process offers to each pattern it runs. */
@@ -13,6 +13,10 @@ export interface WorkerPlan {
   seed: number
   progress?: boolean
   exactAbove?: number
+  /** Keys the spread pattern cycles through. Default KEYS. */
+  keys?: number
+  /** Milliseconds after "go" before this process offers anything. Default 0. */
+  delay?: number
 }
 
 /** One hot key; 1000 keys in turn; 1000 keys drawn by Zipf (s = 1). */

@@ -9,7 +9,7 @@ import { createInterface } from 'node:readline'
 import { parsePolicies } from '@sluice/core'
 import { SyncedStore } from '@sluice/redis'
 import { Redis } from 'ioredis'
-import { keysOf, type Pattern, type WorkerPlan } from './plan.js'
+import { KEYS, keysOf, type Pattern, type WorkerPlan } from './plan.js'
 
 const plan = JSON.parse(process.argv[2] ?? '{}') as WorkerPlan
 const unhandled: unknown[] = []
@@ -43,7 +43,9 @@ let slowest = 0
 process.stdout.write('ready\n')
 for await (const _ of createInterface({ input: process.stdin })) break
 
+if (plan.delay !== undefined) await new Promise((r) => setTimeout(r, plan.delay))
 started = Date.now()
+const keyCount = plan.keys ?? KEYS
 /** Requests offered so far, per pattern. */
 const debts = patterns.map(() => 0)
 await new Promise<void>((resolve) => {
@@ -59,7 +61,7 @@ await new Promise<void>((resolve) => {
       for (; (debts[i] as number) < due; debts[i] = (debts[i] as number) + 1) {
         offered[pattern] = (offered[pattern] ?? 0) + 1
         const asked = performance.now()
-        const answer = store.consume(`${pattern}:${next()}`, set, 1)
+        const answer = store.consume(`${pattern}:${next() % keyCount}`, set, 1)
         const count = (outcomes: readonly { allowed: boolean }[]) => {
           slowest = Math.max(slowest, performance.now() - asked)
           if (outcomes.every((o) => o.allowed)) admitted[pattern] = (admitted[pattern] ?? 0) + 1

@@ -1,30 +1,54 @@
 import type { MemoryStore, PolicySet } from '@sluice/core'
 import type { Outcome } from '@sluice/core/store'
+import type { ScriptClient } from '../client.js'
 import type { RedisStore } from '../store.js'
 import { EXACT_TIMEOUT_MS } from './exact.js'
+import { Leases } from './leases.js'
 import { withTimeout } from './timeout.js'
 
+/** What leasing needs beyond the bucket path's own stores (absent: `lease: false`). */
+export interface LeaseConfig {
+  readonly client: ScriptClient
+  readonly interval: number
+  readonly maxKeys: number
+  readonly now: (() => number) | undefined
+}
+
 /**
- * Token bucket and GCRA: exact through `RedisStore`, waiting at most EXACT_TIMEOUT_MS. While the
- * node is degraded, or when that call fails, the key is decided in memory on this node's share
- * of each limit and burst; those decisions are not sent to Redis later (a bucket's refill makes
- * them a function of time, not a total a sync could carry).
+ * Token bucket and GCRA: from a leased grant (see `Leases`) when every policy of the set can be
+ * leased, else exact through `RedisStore`, waiting at most EXACT_TIMEOUT_MS. While the node is
+ * degraded, or when a call fails, the key is decided in memory on this node's share of each limit
+ * and burst; those decisions are not sent to Redis later (a bucket's refill makes them a function
+ * of time, not a total a sync could carry).
  */
 export class BucketPath {
+  readonly #leases: Leases | undefined
+
   constructor(
     readonly exact: RedisStore,
     /** Token bucket and GCRA on this node's share while Redis does not answer. */
     readonly alone: MemoryStore,
     /** Whether Redis is out of reach now, and this node's share of a set. */
     readonly fleet: { degraded(): boolean; shareOf(set: PolicySet): PolicySet },
-  ) {}
+    lease: LeaseConfig | undefined,
+  ) {
+    this.#leases =
+      lease === undefined
+        ? undefined
+        : new Leases({
+            ...lease,
+            redis: exact,
+            timeout: EXACT_TIMEOUT_MS,
+            exactly: (key, set, cost) => this.#exactly(key, set, cost),
+            alone: (key, set, cost) => this.alone.consume(key, this.fleet.shareOf(set), cost),
+          })
+  }
 
   /** The one way a bucket decision goes: every SyncedStore decision on a bucket policy set comes here. */
   consume(key: string, set: PolicySet, cost: number): readonly Outcome[] | Promise<readonly Outcome[]> {
     if (this.fleet.degraded()) return this.alone.consume(key, this.fleet.shareOf(set), cost)
-    return withTimeout(Promise.resolve(this.exact.consume(key, set, cost)), EXACT_TIMEOUT_MS).catch(() =>
-      this.alone.consume(key, this.fleet.shareOf(set), cost),
-    )
+    if (this.#leases?.serves(set)) return this.#leases.consume(key, set, cost)
+    return this.#exactly(key, set, cost)
   }
 
   peek(key: string, set: PolicySet): readonly Outcome[] | Promise<readonly Outcome[]> {
@@ -37,7 +61,26 @@ export class BucketPath {
     return undefined
   }
 
+  /** Redis's state starts again, and this node's grant of it with it. */
   reset(key: string, set: PolicySet): Promise<void> {
+    this.#leases?.forget(key, set)
     return this.exact.reset(key, set)
+  }
+
+  /** One lease sync now (after any in flight); never rejects. */
+  async sync(): Promise<void> {
+    await this.#leases?.sync()
+  }
+
+  /** Stops the lease syncs and gives back everything held (one attempt). */
+  async close(): Promise<void> {
+    await this.#leases?.close()
+  }
+
+  /** One RedisStore decision, waiting at most EXACT_TIMEOUT_MS, then on this node's share. */
+  #exactly(key: string, set: PolicySet, cost: number): Promise<readonly Outcome[]> {
+    return withTimeout(Promise.resolve(this.exact.consume(key, set, cost)), EXACT_TIMEOUT_MS).catch(() =>
+      this.alone.consume(key, this.fleet.shareOf(set), cost),
+    )
   }
 }

@@ -15,9 +15,10 @@ export const SYNCED_STORE_OPTION_NAMES: readonly string[] = [
   'now',
   'observe',
   'weight',
+  'lease',
 ]
 
-/** Options of `SyncedStore`: `client`, `prefix`, `interval`, `exactAbove`, `maxKeys`, `nodeId`, `now`, `observe`, `weight`. */
+/** Options of `SyncedStore`: `client`, `prefix`, `interval`, `exactAbove`, `maxKeys`, `nodeId`, `now`, `observe`, `weight`, `lease`. */
 export interface SyncedStoreOptions {
   /** An ioredis or iovalkey `Redis` or `Cluster`, or a node-redis v5 client or cluster (see RedisStore). */
   client: RedisClient
@@ -48,6 +49,11 @@ export interface SyncedStoreOptions {
    * each of two nodes behind an even balancer.
    */
   weight?: number
+  /**
+   * Token bucket and GCRA by leasing (default `true`): each node takes grants of units out of the
+   * key's state in Redis and spends them locally (see README). `false`: one script call per request.
+   */
+  lease?: boolean
 }
 
 /** The options checked, with their defaults filled in. */
@@ -61,6 +67,7 @@ export interface ResolvedOptions {
   readonly now: (() => number) | undefined
   readonly observe: Observe | undefined
   readonly weight: number | undefined
+  readonly lease: boolean
 }
 
 /** Checks every option at construction: a ConfigError naming the field and the value. */
@@ -85,6 +92,8 @@ export function resolveOptions(options: SyncedStoreOptions): ResolvedOptions {
   if (weight !== undefined && (typeof weight !== 'number' || !(weight > 0 && weight <= 1))) {
     throw new ConfigError('weight', weight, 'must be a share of each limit above 0 and at most 1, such as 0.5')
   }
+  const { lease = true } = options
+  if (typeof lease !== 'boolean') throw new ConfigError('lease', lease, 'must be true or false')
   if (now !== undefined && typeof now !== 'function') {
     throw new ConfigError('now', now, 'must be a function returning epoch milliseconds')
   }
@@ -98,5 +107,6 @@ export function resolveOptions(options: SyncedStoreOptions): ResolvedOptions {
     now,
     observe,
     weight,
+    lease,
   }
 }

@@ -30,8 +30,9 @@ const LAYOUT = 's:'
  * brings back the sum over all nodes. A key near its limit (`exactAbove`) or denied anywhere in its
  * window is decided by a script per request instead, so the overshoot stays bounded; while Redis is
  * unreachable each node enforces limit ÷ live nodes on its own counts and sends them later.
- * Token bucket and GCRA are decided by `RedisStore` per request while Redis answers, and on this
- * node's share of each limit (and burst) in memory while it does not. Sliding log is not served.
+ * Token bucket and GCRA are leased while Redis answers (grants taken from the key's RedisStore
+ * state, spent locally; per request through `RedisStore` once the quota is low), and decided on
+ * this node's share of each limit (and burst) in memory while it does not. Sliding log is not served.
  */
 export class SyncedStore implements Store {
   readonly algorithms = SERVED
@@ -80,6 +81,7 @@ export class SyncedStore implements Store {
       new RedisStore({ client, prefix, ...clockOption }),
       new MemoryStore({ maxKeys, ...clockOption }),
       { degraded: () => this.degraded, shareOf: (set) => this.#shareOf(set, undefined) },
+      resolved.lease ? { client: this.#client, interval: this.interval, maxKeys, now } : undefined,
     )
   }
 
@@ -148,20 +150,24 @@ export class SyncedStore implements Store {
     await run(this.#client, RESET, keys, [])
   }
 
-  /** Sends what is pending (one attempt), leaves the set of live nodes and stops the timer. */
+  /** Sends what is pending and gives back leased grants (one attempt), leaves the set of live nodes and stops the timers. */
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
-    await this.#loop.close(() => this.#exact.settle(EXACT_TIMEOUT_MS + SYNC_TIMEOUT_MS))
+    await Promise.all([
+      this.#loop.close(() => this.#exact.settle(EXACT_TIMEOUT_MS + SYNC_TIMEOUT_MS)),
+      this.#buckets.close(),
+    ])
     await this.#fleet.leave(SYNC_TIMEOUT_MS)
   }
 
   /**
-   * Runs one sync now with everything counted so far (after any sync in flight), resolving when it
-   * is done; it never rejects: a failure goes to `observe` and is retried with backoff.
+   * Runs one sync now with everything counted so far, and one of the leases (after any sync in
+   * flight), resolving when they are done; it never rejects: a failure goes to `observe` and is
+   * retried with backoff.
    */
-  flush(): Promise<void> {
-    return this.#loop.flush()
+  async flush(): Promise<void> {
+    await Promise.all([this.#loop.flush(), this.#buckets.sync()])
   }
 
   /**

@@ -1,0 +1,89 @@
+import { parsePolicies, parsePolicy } from '@sluice/core'
+import { describe, expect, it } from 'vitest'
+import { Demand, grantTarget, IDLE_SYNCS, Lease, leasable, maxGrant } from './lease.js'
+
+const T = 1_700_000_000_000
+const bucket = parsePolicy({ limit: 1000, window: 1000, algorithm: 'token-bucket' })
+
+describe('grant sizing', () => {
+  it('follows the node’s rate over two intervals, at most a tenth of the burst, none at rate 0', () => {
+    // 0.05 units per ms over 2 × 100 ms.
+    expect(grantTarget(0.05, 100, bucket)).toBe(10)
+    expect(grantTarget(0.0001, 100, bucket)).toBe(1)
+    expect(grantTarget(0, 100, bucket)).toBe(0)
+    expect(grantTarget(5, 100, bucket)).toBe(100)
+    expect(maxGrant(bucket)).toBe(100)
+    // A small burst still grants whole units.
+    expect(maxGrant(parsePolicy({ limit: 5, window: 1000, algorithm: 'gcra' }))).toBe(1)
+  })
+
+  it('Demand: the rate of the last interval, then averaged with each next one; idle syncs counted', () => {
+    let now = T
+    const demand = new Demand(now)
+    demand.asked = 20
+    now += 100
+    demand.rollover(now)
+    expect(demand.rate).toBeCloseTo(0.2)
+    demand.asked = 0
+    now += 100
+    demand.rollover(now)
+    expect(demand.rate).toBeCloseTo(0.1)
+    expect(demand.idle).toBe(1)
+    demand.asked = 40
+    now += 200
+    demand.rollover(now)
+    expect(demand.rate).toBeCloseTo(0.15)
+    expect(demand.idle).toBe(0)
+    for (let i = 0; i < IDLE_SYNCS; i++) {
+      now += 100
+      demand.rollover(now)
+    }
+    expect(demand.idle).toBe(IDLE_SYNCS)
+  })
+
+  it('a lease tops up to its target, gives back what is beyond twice the target', () => {
+    const set = parsePolicies({ limit: 1000, window: 1000, algorithm: 'token-bucket' })
+    let now = T
+    const lease = new Lease(['k'], 0, set, now)
+    lease.demand.asked = 10
+    now += 100
+    lease.demand.rollover(now)
+    expect(lease.adjustments(100)).toEqual([20]) // 0.1 per ms over 200 ms
+    lease.held[0] = 20
+    expect(lease.adjustments(100)).toEqual([0])
+    lease.held[0] = 45
+    expect(lease.adjustments(100)).toEqual([-25])
+    lease.demand.rate = 0
+    expect(lease.adjustments(100)).toEqual([-45])
+  })
+
+  it('spends only when every policy holds the cost; outcomes read Redis’s state with the grant put back', () => {
+    const set = parsePolicies([
+      { limit: 10, window: 1000, algorithm: 'token-bucket' },
+      { limit: 100, window: 60_000, algorithm: 'gcra' },
+    ])
+    const now = T
+    const lease = new Lease(['a', 'b'], 0, set, now)
+    lease.held[0] = 3
+    lease.held[1] = 1
+    // Redis after the grants: the bucket had 10 tokens and gave 3 (a token is `window` units);
+    // the GCRA schedule was empty and gave 1 (600 ms a unit).
+    lease.seen[0] = { tokensOrTat: 7 * 1000, updated: now }
+    lease.seen[1] = { tokensOrTat: now + 600, updated: 0 }
+    const first = lease.spend(now, 1)
+    expect(first?.map((o) => [o.allowed, o.remaining])).toEqual([
+      [true, 9],
+      [true, 99],
+    ])
+    expect(lease.held).toEqual([2, 0])
+    expect(lease.spend(now, 1)).toBeUndefined() // the GCRA holds nothing: not a denial, a take
+    expect(lease.held).toEqual([2, 0])
+  })
+
+  it('leases token bucket and GCRA that neither shape nor block', () => {
+    expect(leasable(bucket)).toBe(true)
+    expect(leasable(parsePolicy({ limit: 5, window: 1000, algorithm: 'gcra', maxDelay: 100 }))).toBe(false)
+    expect(leasable(parsePolicy({ limit: 5, window: 1000, algorithm: 'gcra', blockFor: 100 }))).toBe(false)
+    expect(leasable(parsePolicy({ limit: 5, window: 1000, algorithm: 'fixed-window' }))).toBe(false)
+  })
+})

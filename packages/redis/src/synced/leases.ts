@@ -1,0 +1,344 @@
+import type { PolicySet } from '@sluice/core'
+import type { Outcome } from '@sluice/core/store'
+import { run, type ScriptClient, script } from '../client.js'
+import { hashTag } from '../keys.js'
+import type { RedisStore } from '../store.js'
+import { grantTarget, IDLE_SYNCS, Lease, leasable, maxGrant } from './lease.js'
+import { LEASE_LUA } from './lease-lua.js'
+import { slotOf } from './slot.js'
+
+const LEASE = script(LEASE_LUA)
+/** A script call blocks Redis while it runs: big syncs go in parts. */
+const MAX_OPS_PER_CALL = 1000
+const MAX_BACKOFF_MS = 5000
+/** Units a key's first take asks for (at most maxGrant: a small burst's keys take 1). */
+const FIRST_TAKE = 4
+/** How much each take grows over the last. */
+const TAKE_GROWTH = 4
+/** LEASE_LUA's algorithm codes (DECIDE_LUA's). */
+const CODES = { 'token-bucket': 4, gcra: 5 } as const
+
+/** One policy of one lease: units to take (> 0) or give back (< 0). */
+interface Op {
+  readonly lease: Lease
+  readonly index: number
+  readonly amount: number
+}
+
+export interface LeasesOptions {
+  client: ScriptClient
+  /** Its keys are the leased states: a grant comes out of the state RedisStore decides on. */
+  redis: RedisStore
+  interval: number
+  maxKeys: number
+  /** Tests: the clock in epoch ms, sent to the script instead of Redis `TIME`. */
+  now: (() => number) | undefined
+  /** How long a request may wait for a grant before it is decided `alone`. */
+  timeout: number
+  /** Decides one request per request in Redis (a key whose quota is low). */
+  exactly(key: string, set: PolicySet, cost: number): readonly Outcome[] | Promise<readonly Outcome[]>
+  /** Decides one request without Redis (it did not answer in time). */
+  alone(key: string, set: PolicySet, cost: number): readonly Outcome[]
+}
+
+/**
+ * Token bucket and GCRA by leasing (seed 001 §4.4 (5)): a node takes a grant of units out of the
+ * key's state in Redis, spends it locally in the same tick, and gives back what it did not use.
+ * Each sync (one LEASE_LUA call per `interval` for every key that needs one, per slot on a Cluster)
+ * tops each grant up to what the node asks for in two intervals (at most a tenth of the burst) and
+ * gives back what is beyond twice that. A request that finds too little held waits for a take (one
+ * call shared by the requests of that event-loop turn). When Redis gives less than asked, the
+ * quota is low: the node spends what it holds, then decides the key per request (`exactly`) until
+ * a sync's grant comes back whole.
+ */
+export class Leases {
+  readonly #o: LeasesOptions
+  readonly #cluster: boolean
+  readonly #leases = new Map<PolicySet, Map<string, Lease>>()
+  readonly #served = new WeakMap<PolicySet, boolean>()
+  #size = 0
+  #queued: Op[] = []
+  #waiting: { resolve: () => void; reject: (error: unknown) => void }[] = []
+  #flushScheduled = false
+  #timer: ReturnType<typeof setInterval> | undefined
+  #syncing: Promise<void> | undefined
+  #failures = 0
+  #nextAttempt = 0
+  #closed = false
+
+  constructor(options: LeasesOptions) {
+    this.#o = options
+    this.#cluster = options.client.cluster
+  }
+
+  /** Whether every policy of the set is leased (see `leasable`). */
+  serves(set: PolicySet): boolean {
+    let served = this.#served.get(set)
+    if (served === undefined) {
+      served = set.policies.every(leasable)
+      this.#served.set(set, served)
+    }
+    return served
+  }
+
+  consume(key: string, set: PolicySet, cost: number): readonly Outcome[] | Promise<readonly Outcome[]> {
+    const lease = this.#leaseOf(key, set)
+    if (lease === undefined) return this.#o.exactly(key, set, cost)
+    lease.demand.asked += cost
+    const spent = lease.spend(this.#local(), cost)
+    if (spent !== undefined) return spent
+    return lease.exact ? this.#o.exactly(key, set, cost) : this.#take(lease, key, cost)
+  }
+
+  /** Forgets what this node holds of the key (a reset: Redis's state starts again, the grant with it). */
+  forget(key: string, set: PolicySet): void {
+    if (this.#leases.get(set)?.delete(key)) this.#size--
+  }
+
+  /** Runs one sync now (after any in flight), resolving when it is done; never rejects. */
+  async sync(): Promise<void> {
+    await this.#syncing
+    this.#tick()
+    await this.#syncing
+  }
+
+  /** Stops the syncs and gives back everything held (one attempt). */
+  async close(): Promise<void> {
+    if (this.#closed) return
+    this.#closed = true
+    this.#stop()
+    await this.#syncing
+    const ops: Op[] = []
+    for (const byKey of this.#leases.values()) for (const lease of byKey.values()) this.#giveBackAll(lease, ops)
+    this.#leases.clear()
+    // Not queued on a client without a connection: it could wait for one forever.
+    if (this.#o.client.connected()) await this.#send(ops).catch(() => undefined)
+  }
+
+  /**
+   * Asks Redis for enough units for this request and the key's rate, or more than the last take
+   * (see FIRST_TAKE), shared with requests that come meanwhile.
+   * A take not answered within `timeout`, or failed, leaves the request to `alone`; a late answer
+   * still adds its grant.
+   */
+  #take(lease: Lease, key: string, cost: number): Promise<readonly Outcome[]> {
+    if (lease.pending === undefined) {
+      const ops: Op[] = []
+      for (const [index, policy] of lease.set.policies.entries()) {
+        const held = lease.held[index] as number
+        if (held >= cost) continue
+        // A key's first take asks FIRST_TAKE, each next one TAKE_GROWTH × the last (at most
+        // maxGrant): a key that starts busy reaches its size in a few takes, before the syncs
+        // have measured its rate (bench:distributed's "buckets" from cold, 2 processes: 21–47 k
+        // decisions/s per process starting at 1 and doubling, 184–281 k with this rule).
+        const grown = Math.min(maxGrant(policy), Math.max(FIRST_TAKE, TAKE_GROWTH * lease.lastTake))
+        const want = Math.max(cost, grantTarget(lease.demand.rate, this.#o.interval, policy), grown)
+        lease.lastTake = want
+        ops.push({ lease, index, amount: want - held })
+      }
+      const pending = this.#enqueue(ops).then(
+        () => true,
+        () => false,
+      )
+      lease.pending = pending
+      void pending.then(() => {
+        if (lease.pending === pending) lease.pending = undefined
+      })
+    }
+    return this.#within(lease.pending).then((answered) => {
+      // Not answered in time, or failed: this request is decided without Redis.
+      if (answered !== true) return this.#o.alone(key, lease.set, cost)
+      const spent = lease.spend(this.#local(), cost)
+      if (spent !== undefined) return spent
+      // Redis gave less than asked (low quota: per request from now on), or others spent it first.
+      return lease.exact ? this.#o.exactly(key, lease.set, cost) : this.#take(lease, key, cost)
+    })
+  }
+
+  /** What `pending` settles to, or 'late' when the timeout comes first. */
+  #within(pending: Promise<boolean>): Promise<boolean | 'late'> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve('late'), this.#o.timeout)
+      timer.unref?.()
+      void pending.then((ok) => {
+        clearTimeout(timer)
+        resolve(ok)
+      })
+    })
+  }
+
+  #leaseOf(key: string, set: PolicySet): Lease | undefined {
+    let byKey = this.#leases.get(set)
+    if (byKey === undefined) {
+      byKey = new Map()
+      this.#leases.set(set, byKey)
+    }
+    let lease = byKey.get(key)
+    if (lease !== undefined) return lease
+    // At the bound, keys beyond it are decided per request: nothing held is dropped to make room.
+    if (this.#size >= this.#o.maxKeys) return undefined
+    this.#start()
+    lease = new Lease(this.#o.redis.keysOf(key, set), this.#cluster ? slotOf(hashTag(key)) : 0, set, this.#local())
+    byKey.set(key, lease)
+    this.#size++
+    return lease
+  }
+
+  #start(): void {
+    if (this.#timer !== undefined || this.#closed) return
+    this.#timer = setInterval(this.#tick, this.#o.interval)
+    this.#timer.unref?.()
+  }
+
+  #stop(): void {
+    if (this.#timer !== undefined) clearInterval(this.#timer)
+    this.#timer = undefined
+  }
+
+  /**
+   * One sync: per lease, the interval's demand goes into its rate; the grant is topped up or given
+   * back to fit it; a lease idle for IDLE_SYNCS syncs gives back all it holds and is forgotten.
+   */
+  readonly #tick = (): void => {
+    // Every lease idle long enough is forgotten: an idle store keeps no lease timer (the next lease starts it).
+    if (this.#size === 0 && this.#syncing === undefined) {
+      this.#stop()
+      return
+    }
+    const local = this.#local()
+    if (this.#closed || this.#syncing !== undefined || local < this.#nextAttempt) return
+    const ops: Op[] = []
+    for (const byKey of this.#leases.values()) {
+      for (const [key, lease] of byKey) {
+        lease.demand.rollover(local)
+        if (lease.pending !== undefined) continue
+        if (lease.demand.idle >= IDLE_SYNCS) {
+          this.#giveBackAll(lease, ops)
+          byKey.delete(key)
+          this.#size--
+          continue
+        }
+        for (const [index, amount] of lease.adjustments(this.#o.interval).entries()) {
+          if (amount !== 0) this.#push(ops, lease, index, amount)
+        }
+      }
+    }
+    if (ops.length === 0) return
+    const syncing: Promise<void> = this.#send(ops)
+      .then(
+        () => {
+          this.#failures = 0
+        },
+        () => {
+          this.#failures++
+          this.#nextAttempt = this.#local() + Math.min(MAX_BACKOFF_MS, this.#o.interval * 2 ** this.#failures)
+        },
+      )
+      .finally(() => {
+        if (this.#syncing === syncing) this.#syncing = undefined
+      })
+    this.#syncing = syncing
+  }
+
+  #giveBackAll(lease: Lease, ops: Op[]): void {
+    for (const [index, held] of lease.held.entries()) if (held > 0) this.#push(ops, lease, index, -held)
+  }
+
+  /**
+   * Adds an op; a give-back leaves `held` at once, so what goes back is never spent too. A
+   * give-back whose call fails is not sent again: Redis may have run it, and a second would count
+   * it twice. Those units are lost (under-admission, at most the grant).
+   */
+  #push(ops: Op[], lease: Lease, index: number, amount: number): void {
+    if (amount < 0) lease.held[index] = (lease.held[index] as number) + amount
+    ops.push({ lease, index, amount })
+  }
+
+  /** Takes of this event-loop turn go in one call (per slot), sent after the turn's other work. */
+  #enqueue(ops: Op[]): Promise<void> {
+    const queued = this.#queued
+    for (const op of ops) queued.push(op)
+    const sent = new Promise<void>((resolve, reject) => {
+      this.#waiting.push({ resolve, reject })
+    })
+    if (!this.#flushScheduled) {
+      this.#flushScheduled = true
+      setImmediate(this.#flush)
+    }
+    return sent
+  }
+
+  readonly #flush = (): void => {
+    this.#flushScheduled = false
+    const ops = this.#queued
+    const waiting = this.#waiting
+    this.#queued = []
+    this.#waiting = []
+    this.#send(ops).then(
+      () => {
+        for (const w of waiting) w.resolve()
+      },
+      (error: unknown) => {
+        for (const w of waiting) w.reject(error)
+      },
+    )
+  }
+
+  /** One LEASE_LUA call per slot and per MAX_OPS_PER_CALL ops; rejects when any part failed. */
+  #send(ops: Op[]): Promise<void> {
+    if (ops.length === 0) return Promise.resolve()
+    const groups = new Map<number, Op[]>()
+    for (const op of ops) {
+      const slot = this.#cluster ? op.lease.slot : 0
+      const group = groups.get(slot)
+      if (group === undefined) groups.set(slot, [op])
+      else group.push(op)
+    }
+    const calls: Promise<void>[] = []
+    for (const group of groups.values()) {
+      for (let i = 0; i < group.length; i += MAX_OPS_PER_CALL)
+        calls.push(this.#call(group.slice(i, i + MAX_OPS_PER_CALL)))
+    }
+    return Promise.all(calls).then(() => undefined)
+  }
+
+  async #call(ops: Op[]): Promise<void> {
+    const keys: string[] = []
+    const policies = Buffer.alloc(32 * ops.length)
+    const amounts = Buffer.alloc(8 * ops.length)
+    for (const [i, op] of ops.entries()) {
+      const policy = op.lease.set.policies[op.index]
+      if (policy === undefined) continue
+      keys.push(op.lease.keys[op.index] as string)
+      policies.writeDoubleLE(CODES[policy.algorithm as keyof typeof CODES], 32 * i)
+      policies.writeDoubleLE(policy.limit, 32 * i + 8)
+      policies.writeDoubleLE(policy.window, 32 * i + 16)
+      policies.writeDoubleLE(policy.burst, 32 * i + 24)
+      amounts.writeDoubleLE(op.amount, 8 * i)
+    }
+    const args: (Buffer | string)[] = [policies, amounts]
+    if (this.#o.now !== undefined) args.push(String(this.#o.now()))
+    const reply = (await run(this.#o.client, LEASE, keys, args, true)) as Buffer
+    // Redis's clock to this node's: the states' times are read against the local clock.
+    const shift = this.#local() - reply.readDoubleLE(0)
+    const short = new Map<Lease, boolean>()
+    for (const [i, op] of ops.entries()) {
+      const at = 8 + 24 * i
+      const granted = reply.readDoubleLE(at)
+      const lease = op.lease
+      const policy = lease.set.policies[op.index]
+      lease.held[op.index] = (lease.held[op.index] as number) + granted
+      const first = reply.readDoubleLE(at + 8)
+      lease.seen[op.index] =
+        policy?.algorithm === 'token-bucket'
+          ? { tokensOrTat: first, updated: reply.readDoubleLE(at + 16) + shift }
+          : { tokensOrTat: first + shift, updated: 0 }
+      if (op.amount > 0) short.set(lease, (short.get(lease) ?? false) || granted < op.amount)
+    }
+    for (const [lease, wasShort] of short) lease.exact = wasShort
+  }
+
+  #local(): number {
+    return this.#o.now === undefined ? Date.now() : this.#o.now()
+  }
+}
