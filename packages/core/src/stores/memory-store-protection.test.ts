@@ -53,16 +53,29 @@ describe('MemoryStore: a limited key survives a flood of new keys', () => {
       expect((await one.consume('k', { cost: 3 })).allowed).toBe(false)
     })
 
-    it(`${algorithm}, two policies: limited by a denial that leaves quota for a smaller cost`, async () => {
+    for (const denying of [0, 1]) {
+      it(`${algorithm}, two policies: limited by a denial of policy ${denying} that leaves quota for a smaller cost`, async () => {
+        const { limiter, flood } = setup()
+        const burst = { limit: 5, window: '1m', algorithm, name: 'burst' }
+        const slow = { limit: 10, window: '1h', algorithm, name: 'slow' }
+        const two = limiter(denying === 0 ? [burst, slow] : [slow, burst])
+        expect((await two.consume('k', { cost: 3 })).remaining).toBe(2)
+        expect((await two.consume('k', { cost: 3 })).allowed).toBe(false)
+        await flood()
+        expect((await two.consume('k', { cost: 3 })).allowed).toBe(false)
+      })
+    }
+
+    it(`${algorithm}, two policies: limited by the first`, async () => {
       const { limiter, flood } = setup()
       const two = limiter([
-        { limit: 10, window: '1h', algorithm },
-        { limit: 5, window: '1m', algorithm, name: 'burst' },
+        { limit: 2, window: '1m', algorithm },
+        { limit: 10, window: '1h', algorithm, name: 'slow' },
       ])
-      expect((await two.consume('k', { cost: 3 })).remaining).toBe(2)
-      expect((await two.consume('k', { cost: 3 })).allowed).toBe(false)
+      await two.consume('k')
+      expect((await two.consume('k')).policies.map((p) => p.remaining)).toEqual([0, 8])
       await flood()
-      expect((await two.consume('k', { cost: 3 })).allowed).toBe(false)
+      expect((await two.consume('k')).allowed).toBe(false)
     })
 
     it(`${algorithm}, two policies: limited by the second`, async () => {
@@ -75,6 +88,19 @@ describe('MemoryStore: a limited key survives a flood of new keys', () => {
       expect((await two.consume('k')).policies.map((p) => p.remaining)).toEqual([8, 0])
       await flood()
       expect((await two.consume('k')).allowed).toBe(false)
+    })
+
+    it(`${algorithm}, three policies: limited by a denial that leaves quota for a smaller cost`, async () => {
+      const { limiter, flood } = setup()
+      const three = limiter([
+        { limit: 20, window: '1h', algorithm },
+        { limit: 10, window: '10m', algorithm, name: 'middle' },
+        { limit: 5, window: '1m', algorithm, name: 'burst' },
+      ])
+      expect((await three.consume('k', { cost: 3 })).remaining).toBe(2)
+      expect((await three.consume('k', { cost: 3 })).allowed).toBe(false)
+      await flood()
+      expect((await three.consume('k', { cost: 3 })).allowed).toBe(false)
     })
 
     it(`${algorithm}, three policies: limited by the third`, async () => {

@@ -168,6 +168,7 @@ export class MemoryStore implements Store {
     let held = this.#entries.get(key)
     if (plan.bare && !(held instanceof Entry)) return this.#consumeBare(key, held, plan, cost, now)
     const { policies } = set
+    if (policies.length === 2) return this.#consumePair(key, held, plan, cost, now)
     const { indices, shifts } = plan
     const planMeters = plan.meters as readonly Meter<Kept>[]
     const outcomes: Outcome[] = new Array(policies.length)
@@ -232,6 +233,48 @@ export class MemoryStore implements Store {
     if (held === undefined) this.#insert(key, taken, now)
     else if (taken !== held) this.#entries.set(key, taken)
     return [outcome]
+  }
+
+  /**
+   * The rule above for two policies, unrolled: each policy's state and meter read once, and one
+   * call site per meter, which V8 inlines. Kept for V8: through the loops, `bench:core`'s
+   * "sluice sliding-log, 2 policies" ran 3 393 instructions a decision against 2 979 here
+   * (−12 %; callgrind, 2026-11-26, bench/README.md).
+   */
+  #consumePair(key: string, held: Held | undefined, plan: Plan, cost: number, now: number): readonly Outcome[] {
+    const { policies } = plan.set
+    const { indices, shifts } = plan
+    const first = policies[0] as Policy
+    const second = policies[1] as Policy
+    const firstMeter = plan.meters[0] as Meter<Kept>
+    const secondMeter = plan.meters[1] as Meter<Kept>
+    const firstIndex = indices[0] as number
+    const secondIndex = indices[1] as number
+    const firstTime = now + (shifts[0] as number)
+    const secondTime = now + (shifts[1] as number)
+    const firstStored = stateAt(held, firstIndex)
+    const secondStored = stateAt(held, secondIndex)
+    const firstLive = live(firstStored, now)
+    const secondLive = live(secondStored, now)
+    let firstOutcome = firstMeter.decide(firstLive, firstTime, first, cost)
+    let secondOutcome = secondMeter.decide(secondLive, secondTime, second, cost)
+    if (firstOutcome.allowed && secondOutcome.allowed) {
+      const entry = held === undefined ? this.#newEntry(key, now) : this.#entryOf(key, held)
+      const firstState = firstMeter.take(firstLive, firstTime, first, cost, firstStored)
+      firstState.expiry = now + firstOutcome.resetAfter
+      protect(firstState, firstOutcome, now)
+      if (firstState !== firstStored) setSlot(entry, firstIndex, firstState)
+      const secondState = secondMeter.take(secondLive, secondTime, second, cost, secondStored)
+      secondState.expiry = now + secondOutcome.resetAfter
+      protect(secondState, secondOutcome, now)
+      if (secondState !== secondStored) setSlot(entry, secondIndex, secondState)
+      return [firstOutcome, secondOutcome]
+    }
+    if (firstOutcome.allowed) firstOutcome = firstMeter.decide(firstLive, firstTime, first, 0)
+    if (secondOutcome.allowed) secondOutcome = secondMeter.decide(secondLive, secondTime, second, 0)
+    if (firstLive !== undefined) protect(firstLive, firstOutcome, now)
+    if (secondLive !== undefined) protect(secondLive, secondOutcome, now)
+    return [firstOutcome, secondOutcome]
   }
 
   /**
