@@ -172,3 +172,69 @@ export function parseAnchor(input: unknown, timeZone: string, field: string): Ca
   }
   throw new ConfigError(field, input, 'must be a Date, epoch milliseconds or a "YYYY-MM-DD" date')
 }
+
+/** An anchor as a policy holds it: one date for every key, or a function of the key. */
+export type AnchorSource = CalendarDate | ((key: string) => Date | number | string) | undefined
+
+/** A policy's calendar period, as validated from its `period`, `timeZone` and `anchor`. */
+export interface CalendarRule {
+  readonly period: Period
+  readonly timeZone: string
+  readonly anchor: AnchorSource
+  /** The period's usual length, for what needs one number (`RateLimit-Policy`'s `w`). */
+  readonly nominalWindow: number
+  /** The part of the policy's id that names the calendar. */
+  readonly id: string
+}
+
+const NOMINAL_MS: Record<Period, number> = { day: DAY_MS, week: 7 * DAY_MS, month: 30 * DAY_MS, year: 365 * DAY_MS }
+
+/**
+ * The calendar rule of a policy's options, undefined without `period`; throws a `ConfigError`
+ * naming `field.<option>` for a bad period, zone or anchor, or a period with a window or with
+ * an algorithm other than fixed-window.
+ */
+export function calendarRuleOf(options: Record<string, unknown>, field: string): CalendarRule | undefined {
+  const { period, timeZone = 'UTC', anchor } = options
+  if (period === undefined) {
+    for (const option of ['timeZone', 'anchor'] as const) {
+      if (options[option] !== undefined) {
+        throw new ConfigError(`${field}.${option}`, options[option], 'applies only with `period` (a calendar period)')
+      }
+    }
+    return undefined
+  }
+  if (!PERIODS.includes(period as Period)) {
+    throw new ConfigError(`${field}.period`, period, `must be one of ${PERIODS.join(', ')}`)
+  }
+  if (options.window !== undefined) {
+    throw new ConfigError(
+      `${field}.window`,
+      options.window,
+      'cannot be combined with `period`: a calendar period sets its own bounds (give one or the other)',
+    )
+  }
+  if (options.algorithm !== undefined && options.algorithm !== 'fixed-window') {
+    throw new ConfigError(`${field}.algorithm`, options.algorithm, 'must be fixed-window (or absent) with `period`')
+  }
+  const zone = assertTimeZone(timeZone, `${field}.timeZone`)
+  const source: AnchorSource =
+    anchor === undefined || typeof anchor === 'function'
+      ? (anchor as AnchorSource)
+      : parseAnchor(anchor, zone, `${field}.anchor`)
+  const fixed =
+    source === undefined || typeof source === 'function' ? '' : `:${source.year}-${source.month}-${source.day}`
+  return Object.freeze({
+    period: period as Period,
+    timeZone: zone,
+    anchor: source,
+    nominalWindow: NOMINAL_MS[period as Period],
+    id: `${period}:${zone}${fixed}`,
+  })
+}
+
+/** The anchor date for `key` under `rule`: its own, the key's (validated), or none. */
+export function anchorFor(rule: CalendarRule, key: string): CalendarDate | undefined {
+  const { anchor } = rule
+  return typeof anchor === 'function' ? parseAnchor(anchor(key), rule.timeZone, 'anchor(key)') : anchor
+}
