@@ -144,3 +144,27 @@ describe.each(['express', 'koa', 'hono-node'])('examples/%s on a port in use', (
     STARTUP_MS + 5000,
   )
 })
+
+describe('examples/ai-gateway', () => {
+  let example: Running | undefined
+  beforeAll(async () => {
+    example = await startExample('ai-gateway')
+  }, STARTUP_MS + 5000)
+  afterAll(async () => {
+    if (example) await stop(example.child)
+  })
+
+  it('serves a completion charged by its tokens, and the usage it left', async () => {
+    const headers = { authorization: 'Bearer key-1', 'content-type': 'application/json' }
+    const answer = await fetch(`${example!.url}/v1/completions`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ prompt: 'hello, answer in 100 tokens', max_tokens: 500 }),
+    })
+    expect(answer.status).toBe(200)
+    expect(answer.headers.get('x-tokens-remaining')).toBe('9893')
+    await answer.arrayBuffer()
+    const usage = await (await fetch(`${example!.url}/v1/usage`, { headers })).json()
+    expect(usage).toMatchObject({ plan: 'free', used: 107, remaining: 9893 })
+  })
+})
