@@ -155,7 +155,9 @@ describe('examples/ai-gateway', () => {
   })
 
   it('serves a completion charged by its tokens, and the usage it left', async () => {
-    const headers = { authorization: 'Bearer key-1', 'content-type': 'application/json' }
+    // A key of its own: with REDIS_URL set the example keeps its quota in Redis across runs.
+    const apiKey = `key-${Math.random().toString(36).slice(2)}`
+    const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }
     const answer = await fetch(`${example!.url}/v1/completions`, {
       method: 'POST',
       headers,
