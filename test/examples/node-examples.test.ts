@@ -144,3 +144,29 @@ describe.each(['express', 'koa', 'hono-node'])('examples/%s on a port in use', (
     STARTUP_MS + 5000,
   )
 })
+
+describe('examples/ai-gateway', () => {
+  let example: Running | undefined
+  beforeAll(async () => {
+    example = await startExample('ai-gateway')
+  }, STARTUP_MS + 5000)
+  afterAll(async () => {
+    if (example) await stop(example.child)
+  })
+
+  it('serves a completion charged by its tokens, and the usage it left', async () => {
+    // A key of its own: with REDIS_URL set the example keeps its quota in Redis across runs.
+    const apiKey = `key-${Math.random().toString(36).slice(2)}`
+    const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }
+    const answer = await fetch(`${example!.url}/v1/completions`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ prompt: 'hello, answer in 100 tokens', max_tokens: 500 }),
+    })
+    expect(answer.status).toBe(200)
+    expect(answer.headers.get('x-tokens-remaining')).toBe('9893')
+    await answer.arrayBuffer()
+    const usage = await (await fetch(`${example!.url}/v1/usage`, { headers })).json()
+    expect(usage).toMatchObject({ plan: 'free', used: 107, remaining: 9893 })
+  })
+})

@@ -1,6 +1,7 @@
 import { type AcquireOptions, acquirer } from './acquire.js'
 import type { Outcome } from './algorithms/index.js'
 import { type BreakerOptions, breakerOf } from './breaker.js'
+import { calendarResolver } from './calendar-set.js'
 import { Deadlines } from './deadlines.js'
 import { type Decision, type DecisionSource, toDecision } from './decision.js'
 import { toMilliseconds } from './duration.js'
@@ -169,6 +170,10 @@ export function createLimiter<const L extends LimiterOptions['limits'] = Limiter
   const emit = containObserve(options.observe)
   const maxCost = Math.min(...set.policies.map(capacityOf))
   const { policies } = set
+  const clock = typeof store.now === 'function' ? () => (store.now as () => number)() : Date.now
+  /** The set a request for `key` at `at` (default now) is decided on: `set`, its calendar periods resolved. */
+  const resolve = calendarResolver(set)
+  const setFor = (key: string, at?: number): PolicySet => (resolve === undefined ? set : resolve(key, at ?? clock()))
   /** Whether decisions are coming from onStoreError rather than the store. */
   let failing = false
   /** Each warning is given once per limiter: a flapping store must not flood the log. */
@@ -176,8 +181,8 @@ export function createLimiter<const L extends LimiterOptions['limits'] = Limiter
   let warnedRecovered = false
 
   /** Asks a store for a decision: a consume of `cost`, or a peek when cost is PEEK. */
-  const ask = (target: Store, key: string, cost: number): Awaitable<readonly Outcome[]> =>
-    cost === PEEK ? target.peek(stored(key), set) : target.consume(stored(key), set, cost)
+  const ask = (target: Store, key: string, cost: number, on: PolicySet): Awaitable<readonly Outcome[]> =>
+    cost === PEEK ? target.peek(stored(key), on) : target.consume(stored(key), on, cost)
 
   /** The store answered: close a breaker this probe was testing, and say so when an outage ends. */
   const recovered = (probe: boolean): void => {
@@ -192,7 +197,13 @@ export function createLimiter<const L extends LimiterOptions['limits'] = Limiter
   }
 
   /** The store failed (`skipped`: the open breaker kept it from being asked). */
-  const onFailure = async (key: string, cost: number, error: unknown, skipped = false): Promise<Decision> => {
+  const onFailure = async (
+    key: string,
+    cost: number,
+    on: PolicySet,
+    error: unknown,
+    skipped = false,
+  ): Promise<Decision> => {
     if (!skipped) emit?.({ type: 'store-error', key, error })
     failing = true
     if (!warnedFailing) {
@@ -209,7 +220,7 @@ export function createLimiter<const L extends LimiterOptions['limits'] = Limiter
     }
     if (typeof onStoreError === 'object') {
       try {
-        return toDecision(key, policies, await settle(ask(onStoreError, key, cost), deadlines), 'fallback', error)
+        return toDecision(key, policies, await settle(ask(onStoreError, key, cost, on), deadlines), 'fallback', error)
       } catch (fallbackError) {
         return failed(
           key,
@@ -236,16 +247,18 @@ export function createLimiter<const L extends LimiterOptions['limits'] = Limiter
    * MemoryStore's refusals of new keys must not stop the limiting of the keys it holds.
    */
   const run = (key: string, cost: number): Awaitable<Decision> => {
+    // Outside the try: a calendar anchor that is no date is the caller's mistake, not the store's.
+    const on = setFor(key)
     let probe = false
     if (breaker?.open) {
-      if (!breaker.tryProbe()) return onFailure(key, cost, breaker.openError(), true)
+      if (!breaker.tryProbe()) return onFailure(key, cost, on, breaker.openError(), true)
       probe = true
     }
     let answer: Awaitable<readonly Outcome[]>
     try {
-      answer = ask(store, key, cost)
+      answer = ask(store, key, cost, on)
     } catch (error) {
-      const decided = onFailure(key, cost, error)
+      const decided = onFailure(key, cost, on, error)
       if (probe) countFailure(probe, error)
       return decided
     }
@@ -260,7 +273,7 @@ export function createLimiter<const L extends LimiterOptions['limits'] = Limiter
       },
       (error: unknown) => {
         // The store error's event first, then the breaker's.
-        const decided = onFailure(key, cost, error)
+        const decided = onFailure(key, cost, on, error)
         countFailure(probe, error)
         return decided
       },
@@ -301,7 +314,7 @@ export function createLimiter<const L extends LimiterOptions['limits'] = Limiter
   const limiter: Limiter = {
     policies,
     canRefund: typeof store.refund === 'function',
-    clock: typeof store.now === 'function' ? () => (store.now as () => number)() : Date.now,
+    clock,
     consume(key, consumeOptions) {
       try {
         return promised(consumeNow(key, consumeOptions))
@@ -312,11 +325,15 @@ export function createLimiter<const L extends LimiterOptions['limits'] = Limiter
     acquire: (key, acquireOptions) => acquire(key, acquireOptions),
     peek(key) {
       if (typeof key !== 'string') return Promise.reject(keyError(key))
-      return promised(decide(key, PEEK))
+      try {
+        return promised(decide(key, PEEK))
+      } catch (error) {
+        return Promise.reject(error)
+      }
     },
     async reset(key) {
       if (typeof key !== 'string') throw keyError(key)
-      await settle(store.reset(stored(key), set), deadlines)
+      await settle(store.reset(stored(key), setFor(key)), deadlines)
     },
     async refund(key, refundOptions) {
       const cost: unknown = refundOptions?.cost === undefined ? 1 : refundOptions.cost
@@ -334,7 +351,7 @@ export function createLimiter<const L extends LimiterOptions['limits'] = Limiter
       if (admittedAt !== undefined && (typeof admittedAt !== 'number' || !Number.isFinite(admittedAt))) {
         throw new ConfigError('admittedAt', admittedAt, 'must be epoch milliseconds from limiter.clock()')
       }
-      await settle(store.refund(stored(key), set, cost as number, admittedAt), deadlines)
+      await settle(store.refund(stored(key), setFor(key, admittedAt), cost as number, admittedAt), deadlines)
     },
     async penalty(key, penaltyOptions) {
       const cost: unknown = penaltyOptions?.cost === undefined ? 1 : penaltyOptions.cost
@@ -345,7 +362,7 @@ export function createLimiter<const L extends LimiterOptions['limits'] = Limiter
       if (store.penalize === undefined) {
         throw new ConfigError('store', store, 'cannot take a penalty: use a MemoryStore or RedisStore')
       }
-      await settle(store.penalize(stored(key), set, cost), deadlines)
+      await settle(store.penalize(stored(key), setFor(key), cost), deadlines)
       return run(key, PEEK)
     },
     async block(key, duration) {
@@ -361,7 +378,7 @@ export function createLimiter<const L extends LimiterOptions['limits'] = Limiter
       if (store.block === undefined) {
         throw new ConfigError('store', store, 'cannot block: use a MemoryStore or RedisStore')
       }
-      await settle(store.block(stored(key), set, ms), deadlines)
+      await settle(store.block(stored(key), setFor(key), ms), deadlines)
       return run(key, PEEK)
     },
   }
@@ -469,11 +486,18 @@ function keyError(key: unknown): ConfigError {
   return new ConfigError('key', key, 'must be a string')
 }
 
-/** A ConfigError naming the first policy whose algorithm the store says it cannot serve. */
+/** A ConfigError naming the first policy whose algorithm or calendar period the store says it cannot serve. */
 function assertServes(store: Store, set: PolicySet): void {
   const served = store.algorithms
-  if (served === undefined) return
   for (const [i, policy] of set.policies.entries()) {
+    if (policy.calendar !== undefined && store.calendarPeriods !== true) {
+      throw new ConfigError(
+        `limits[${i}].period`,
+        policy.calendar.period,
+        `is not served by ${store.constructor?.name ?? 'this store'}: a calendar period needs a store whose fixed windows start where the period does (calendarPeriods: MemoryStore, RedisStore, DurableObjectStore); policy "${policy.name}"`,
+      )
+    }
+    if (served === undefined) continue
     if (!served.includes(policy.algorithm)) {
       throw new ConfigError(
         `limits[${i}].algorithm`,

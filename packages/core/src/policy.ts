@@ -1,3 +1,4 @@
+import { type CalendarRule, calendarRuleOf } from './calendar.js'
 import {
   DURATION_UNITS_TEXT,
   type DurationUnit,
@@ -31,8 +32,20 @@ export const DEFAULT_PRECISION = 10
 export interface PolicyOptions {
   /** Requests (cost units) admitted per window. */
   limit: number
-  /** Milliseconds, or a duration string such as `'1m'`. */
-  window: number | string
+  /** Milliseconds, or a duration string such as `'1m'`. Not with `period`. */
+  window?: number | string
+  /**
+   * A calendar period instead of a window: a fixed window from local midnight of the day, Monday,
+   * the 1st of the month or 1 January in `timeZone` (or the `anchor`'s weekday, day or date).
+   */
+  period?: 'day' | 'week' | 'month' | 'year'
+  /** With `period`: the IANA zone the calendar is read in. Default `'UTC'`. */
+  timeZone?: string
+  /**
+   * With `period`: the date the cycle is anchored to (a billing day): a `Date`, epoch ms or
+   * `'YYYY-MM-DD'`, or a function of the key giving one (for example from the customer's record).
+   */
+  anchor?: Date | number | string | ((key: string) => Date | number | string)
   /** Default `'sliding-window'`. */
   algorithm?: AlgorithmName
   /** gcra and token-bucket: how many may arrive at once. Default `limit`. */
@@ -98,6 +111,13 @@ export interface Policy {
   readonly blockFor: number
   /** Identifies the policy's stored state: two policies with the same id share counts. */
   readonly id: string
+  /**
+   * fixed-window: where windows start, in ms after a multiple of `window` since the epoch (0 for
+   * a plain fixed window; a calendar period's start modulo its length once resolved).
+   */
+  readonly offset: number
+  /** A calendar period (`period`), resolved per request into a fixed window; undefined for others. */
+  readonly calendar: CalendarRule | undefined
 }
 
 /** The policies of one limiter, in the order given, and an id that names the set in a store. */
@@ -115,6 +135,9 @@ const OPTION_KEYS: ReadonlySet<string> = new Set([
   'maxDelay',
   'blockFor',
   'name',
+  'period',
+  'timeZone',
+  'anchor',
 ])
 
 /** Validates and normalises one policy or a list (`limits`) into a `PolicySet`; throws a `ConfigError` naming `field[i]`. */
@@ -188,8 +211,9 @@ function parseShorthand(text: string, field: string): Policy {
 
 function buildPolicy(options: Record<string, unknown>, field: string): Policy {
   const limit = headerInteger(`${field}.limit`, positiveInteger(`${field}.limit`, options.limit))
-  const window = toMilliseconds(`${field}.window`, options.window)
-  const algorithm = options.algorithm ?? 'sliding-window'
+  const calendar = calendarRuleOf(options, field)
+  const window = calendar?.nominalWindow ?? toMilliseconds(`${field}.window`, options.window)
+  const algorithm = options.algorithm ?? (calendar === undefined ? 'sliding-window' : 'fixed-window')
   if (!ALGORITHMS.includes(algorithm as AlgorithmName)) {
     throw new ConfigError(`${field}.algorithm`, algorithm, `must be one of ${ALGORITHMS.join(', ')}`)
   }
@@ -248,7 +272,10 @@ function buildPolicy(options: Record<string, unknown>, field: string): Policy {
     )
   }
 
-  const name = options.name === undefined ? `${limit}-per-${formatDuration(window)}` : options.name
+  const name =
+    options.name !== undefined
+      ? options.name
+      : `${limit}-per-${calendar === undefined ? formatDuration(window) : calendar.period}`
   if (typeof name !== 'string' || !/^[A-Za-z0-9_.:*-]+$/.test(name)) {
     throw new ConfigError(`${field}.name`, name, 'must be a non-empty string of letters, digits and _ . : * -')
   }
@@ -261,7 +288,12 @@ function buildPolicy(options: Record<string, unknown>, field: string): Policy {
     precision,
     maxDelay,
     blockFor,
-    id: blockId(policyId(algo, limit, window, burst, precision, maxDelay), blockFor),
+    id:
+      calendar === undefined
+        ? blockId(policyId(algo, limit, window, burst, precision, maxDelay), blockFor)
+        : blockId(policyId(algo, limit, calendar.id), blockFor),
+    offset: 0,
+    calendar,
   })
 }
 

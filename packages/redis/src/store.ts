@@ -48,8 +48,8 @@ const DEFAULT_MAX_BATCH = 16
 const MAX_BATCH_LIMIT = 1000
 /** Bytes per policy in a script reply (five doubles), after the leading all-allowed flag. */
 const REPLY_STRIDE = 40
-/** Bytes per policy in the script's policy argument (seven doubles). */
-const POLICY_BYTES = 56
+/** Bytes per policy in the script's policy argument (eight doubles). */
+const POLICY_BYTES = 64
 /** The script's algorithm codes (see DECIDE_LUA). */
 const ALGORITHM_CODES: Record<AlgorithmName, number> = {
   'fixed-window': 1,
@@ -98,6 +98,11 @@ class Batch {
  * limiters with the same policy share counts and all of one client's keys live in one Cluster slot.
  */
 export class RedisStore implements Store {
+  /**
+   * Fixed windows start at the policy's offset (calendar periods): the limiter resolves the
+   * period's bounds on its clock, the script decides the count and expiry on Redis's TIME.
+   */
+  readonly calendarPeriods = true
   readonly prefix: string
   readonly #client: ScriptClient
   readonly #now: (() => number) | undefined
@@ -280,14 +285,15 @@ export class RedisStore implements Store {
     )
   }
 
-  /** The script's policy argument: seven little-endian doubles per policy, built once per set. */
+  /** The script's policy argument: eight little-endian doubles per policy, built once per set. */
   #argsOf(set: PolicySet): Buffer {
     let args = this.#policyArgs.get(set)
     if (args === undefined) {
       args = Buffer.alloc(set.policies.length * POLICY_BYTES)
       let at = 0
       for (const p of set.policies) {
-        const values = [ALGORITHM_CODES[p.algorithm], p.limit, p.window, p.burst, p.precision, p.maxDelay, p.blockFor]
+        const { limit, window, burst, precision, maxDelay, blockFor, offset } = p
+        const values = [ALGORITHM_CODES[p.algorithm], limit, window, burst, precision, maxDelay, blockFor, offset]
         for (const value of values) {
           at = args.writeDoubleLE(value, at)
         }

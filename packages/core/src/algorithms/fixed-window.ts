@@ -1,8 +1,11 @@
 import type { Policy } from '../policy.js'
 import type { Kept, Meter } from './meter.js'
-import { admitted, alignedStart, denied, type Mutable, type Outcome, type Refund, type Transition } from './outcome.js'
+import { admitted, denied, type Mutable, type Outcome, type Refund, type Transition } from './outcome.js'
 
-/** Count in the current window, which is aligned to multiples of the window since the epoch. */
+/**
+ * Count in the current window, which is aligned to multiples of the window since the epoch,
+ * shifted by the policy's `offset` (a calendar period's start).
+ */
 export interface FixedWindowState {
   readonly start: number
   readonly count: number
@@ -16,15 +19,26 @@ export interface FixedWindowState {
 export const fixedWindow: Transition<FixedWindowState> = (state, now, policy, cost) => {
   const outcome = decideFixedWindow(state, now, policy, cost)
   if (!outcome.allowed) return { state: state as FixedWindowState, outcome }
-  const start = now - (now % policy.window)
+  const start = windowStart(now, policy)
   const count = state !== undefined && state.start === start ? state.count : 0
   return { state: { start, count: count + cost }, outcome }
+}
+
+/** The start of the window that holds `now`: `offset` after a multiple of `window`. */
+export function windowStart(now: number, { window, offset }: Policy): number {
+  const into = (now - offset) % window
+  return now - (into < 0 ? into + window : into)
+}
+
+/** `windowStart`, or `known` (a state's start) while `now` is still inside that window. */
+function knownStart(now: number, policy: Policy, known: number | undefined): number {
+  return known !== undefined && now >= known && now - known < policy.window ? known : windowStart(now, policy)
 }
 
 /** The fixed window's outcome (see `fixedWindow`), changing nothing. */
 function decideFixedWindow(state: FixedWindowState | undefined, now: number, policy: Policy, cost: number): Outcome {
   const { limit, window } = policy
-  const start = alignedStart(now, window, state?.start)
+  const start = knownStart(now, policy, state?.start)
   const count = state !== undefined && state.start === start ? state.count : 0
   const windowLeft = start + window - now
   if (count + cost > limit) return denied(Math.max(0, limit - count), windowLeft, windowLeft)
@@ -35,8 +49,8 @@ function decideFixedWindow(state: FixedWindowState | undefined, now: number, pol
 /** The fixed window on a state kept and changed in place (see `Meter`). */
 export const fixedWindowMeter: Meter<Mutable<FixedWindowState> & Kept> = {
   decide: decideFixedWindow,
-  take(live, now, { window }, cost, spare) {
-    const start = alignedStart(now, window, live?.start)
+  take(live, now, policy, cost, spare) {
+    const start = knownStart(now, policy, live?.start)
     const state = live ?? spare
     if (state === undefined) return { start, count: cost, expiry: 0, protectedUntil: 0 }
     state.count = live !== undefined && live.start === start ? live.count + cost : cost
@@ -57,7 +71,7 @@ export const fixedWindowMeter: Meter<Mutable<FixedWindowState> & Kept> = {
  * below 0; with `admittedAt`, only when the request was admitted in this same window.
  */
 export const refundFixedWindow: Refund<FixedWindowState> = (state, now, policy, cost, admittedAt) => {
-  if (state === undefined || state.count === 0 || state.start !== now - (now % policy.window)) return state
-  if (admittedAt !== undefined && admittedAt - (admittedAt % policy.window) !== state.start) return state
+  if (state === undefined || state.count === 0 || state.start !== windowStart(now, policy)) return state
+  if (admittedAt !== undefined && windowStart(admittedAt, policy) !== state.start) return state
   return { start: state.start, count: Math.max(0, state.count - cost) }
 }

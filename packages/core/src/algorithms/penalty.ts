@@ -1,6 +1,6 @@
 import type { Policy } from '../policy.js'
 import type { BlockState } from './block.js'
-import type { FixedWindowState } from './fixed-window.js'
+import { type FixedWindowState, windowStart } from './fixed-window.js'
 import type { GcraState } from './gcra.js'
 import { appended, type SlidingLogState } from './sliding-log.js'
 import type { SlidingWindowState } from './sliding-window.js'
@@ -13,8 +13,8 @@ import type { TokenBucketState } from './token-bucket.js'
  */
 export type Penalty<S> = (state: S | undefined, now: number, policy: Policy, cost: number) => S
 
-export const penalizeFixedWindow: Penalty<FixedWindowState> = (state, now, { window }, cost) => {
-  const start = now - (now % window)
+export const penalizeFixedWindow: Penalty<FixedWindowState> = (state, now, policy, cost) => {
+  const start = windowStart(now, policy)
   const count = state !== undefined && state.start === start ? state.count : 0
   return { start, count: count + cost }
 }

@@ -117,6 +117,8 @@ export class MemoryStore implements Store {
   /** SLUICE_MEMORY_STORE_FULL is said once: a full store refuses every new key. */
   #warnedFull = false
   readonly #policyIndex = new Map<string, number>()
+  /** Its fixed windows start at the policy's offset: calendar periods are served (see `Store`). */
+  readonly calendarPeriods = true
   readonly #plans = new WeakMap<PolicySet, Plan>()
   /** The last set's plan: a limiter uses one set, so this saves the WeakMap lookup. */
   #plan: Plan | undefined

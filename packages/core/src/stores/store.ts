@@ -46,6 +46,11 @@ export interface Store {
    * first request.
    */
   readonly algorithms?: readonly AlgorithmName[]
+  /**
+   * True when the store's fixed windows start at a policy's `offset` (the core transitions do),
+   * so it serves calendar periods; `createLimiter` rejects a `period` on a store without it.
+   */
+  readonly calendarPeriods?: boolean
   consume(key: string, policies: PolicySet, cost: number): Awaitable<readonly Outcome[]>
   /** Reports without consuming (see `peekOutcome`). */
   peek(key: string, policies: PolicySet): Awaitable<readonly Outcome[]>

@@ -20,8 +20,8 @@ local duration = tonumber(ARGV[2])
 ${nowFromArgv(3)}
 ${SLIDING_LOG_LUA}
 for i = 1, #KEYS do
-  if struct.unpack('<d', policies, 56 * i - 7) > 0 then
-    if struct.unpack('<d', policies, 56 * i - 55) == 3 then
+  if struct.unpack('<d', policies, 64 * i - 15) > 0 then
+    if struct.unpack('<d', policies, 64 * i - 63) == 3 then
       -- sliding-log: the block is a field of the log's trailer (see sliding-log.ts).
       logFunctions()
       local log = logRead(KEYS[i])

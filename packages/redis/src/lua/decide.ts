@@ -1,5 +1,6 @@
 import { MAX_PRECISION } from '@sluice/core'
 import { SLIDING_LOG_LUA } from './sliding-log.js'
+import { WINDOW_START_LUA } from './window-start.js'
 
 /**
  * A struct format of little-endian doubles, long enough for a sliding window's whole state (its
@@ -17,8 +18,8 @@ const DOUBLES = `<${'d'.repeat(MAX_PRECISION + 2)}`
  * them to it.
  *
  * KEYS: every request's keys in request order, one per policy; on a Cluster all in one slot.
- * ARGV: two per request: the policies, seven little-endian doubles each (algorithm code, limit,
- *       window, burst, precision, maxDelay, blockFor; built once per policy set by the store; its length
+ * ARGV: two per request: the policies, eight little-endian doubles each (algorithm code, limit,
+ *       window, burst, precision, maxDelay, blockFor, offset; built once per policy set by the store; its length
  *       says how many of KEYS are the request's), then the cost, or 'peek'. Optional last (an
  *       odd count): now in epoch ms (tests); without it the script reads the server's TIME, once.
  * Reply: one binary string of little-endian doubles, per request in order: all-allowed (1|0),
@@ -41,6 +42,7 @@ export const DECIDE_LUA = `
 -- the expiry clock; a state older than resetAfter decides exactly as no state at all.
 local EXPIRY_SLACK_MS = 1000
 ${SLIDING_LOG_LUA}
+${WINDOW_START_LUA}
 -- 1e-6 below is core's EPSILON. Library functions are looked up where used (math.floor, ...),
 -- not kept in locals: a function capturing locals pays for each of them on every call.
 
@@ -111,7 +113,7 @@ local function decideBlocking(i, state, c, blockFor)
   return false, 0, math.max(resetAfter, blockFor), math.max(retryAfter, blockFor), 0, blocked, false, true
 end
 
--- Policy i (its seven doubles start at byte 56 i - 55), its stored state (or false) and cost c
+-- Policy i (its eight doubles start at byte 64 i - 63), its stored state (or false) and cost c
 -- (with blockFor, through decideBlocking unless \`bare\`):
 -- allowed, remaining, resetAfter, retryAfter, delay; when admitted with c > 0 also the state to
 -- write and \`keep\`: when the key already holds a state of the same (sub-)window, whose expiry
@@ -120,14 +122,15 @@ end
 -- \`keep\` is false and the state is whole). One function with every algorithm inline: Redis runs
 -- this whole body on each call, and each closure costs.
 decide = function(i, state, c, bare)
-  local code, limit, window, burst, precision, maxDelay, blockFor = struct.unpack('<ddddddd', policies, 56 * i - 55)
+  local code, limit, window, burst, precision, maxDelay, blockFor = struct.unpack('<ddddddd', policies, 64 * i - 63)
   -- sliding-log: \`state\` is the log's view (logRead), its block inside it (see sliding-log.ts).
   if code == 3 then return decideLog(state, now, c, limit, window, blockFor, EXPIRY_SLACK_MS) end
   if blockFor > 0 and not bare then return decideBlocking(i, state, c, blockFor) end
 
   if code == 1 then
-    -- fixed-window; state: start, count
-    local start = now - math.fmod(now, window)
+    -- fixed-window; state: start, count. As core's windowStart: windows start \`offset\` after a
+    -- multiple of the window (a calendar period's start; 0 otherwise).
+    local start = windowStart(now, window, struct.unpack('<d', policies, 64 * i - 7))
     local count = 0
     local keep = false
     if state then
@@ -303,14 +306,14 @@ local function request(k, n, c)
   local stored
   local logs = false
   for i = 1, n do
-    if string.byte(policies, 56 * i - 49) == 8 then logs = true end
+    if string.byte(policies, 64 * i - 57) == 8 then logs = true end
   end
   if logs then
     -- A sliding log is read in parts (its view), the other keys with GET.
     logFunctions()
     stored = {}
     for i = 1, n do
-      if string.byte(policies, 56 * i - 49) == 8 then
+      if string.byte(policies, 64 * i - 57) == 8 then
         stored[i] = logRead(KEYS[k + i])
       else
         stored[i] = redis.call('GET', KEYS[k + i])
@@ -388,7 +391,7 @@ end
 local replies, k = {}, 0
 for r = 1, requests do
   policies = ARGV[2 * r - 1]
-  local n = #policies / 56
+  local n = #policies / 64
   local c = 1
   if ARGV[2 * r] ~= '1' then c = tonumber(ARGV[2 * r]) end
   replies[r] = request(k, n, c)

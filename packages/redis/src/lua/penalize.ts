@@ -1,5 +1,6 @@
 import { nowFromArgv } from './now.js'
 import { SLIDING_LOG_LUA } from './sliding-log.js'
+import { WINDOW_START_LUA } from './window-start.js'
 
 /**
  * The penalty script: takes `cost` units from every policy of a set for one client key whatever
@@ -20,13 +21,14 @@ local policies = ARGV[1]
 local cost = tonumber(ARGV[2])
 ${nowFromArgv(3)}
 ${SLIDING_LOG_LUA}
+${WINDOW_START_LUA}
 
 -- Policy i's state (or false) with cost c taken: the new state, and how long until it drains.
 local function penalize(i, state, c)
-  local code, limit, window, burst, precision, maxDelay = struct.unpack('<dddddd', policies, 56 * i - 55)
+  local code, limit, window, burst, precision, maxDelay = struct.unpack('<dddddd', policies, 64 * i - 63)
 
   if code == 1 then
-    local start = now - math.fmod(now, window)
+    local start = windowStart(now, window, struct.unpack('<d', policies, 64 * i - 7))
     local count = 0
     if state then
       local s, n = struct.unpack('<dd', state)
@@ -69,7 +71,7 @@ local function penalize(i, state, c)
 end
 
 for i = 1, #KEYS do
-  local code, window = struct.unpack('<d', policies, 56 * i - 55), struct.unpack('<d', policies, 56 * i - 39)
+  local code, window = struct.unpack('<d', policies, 64 * i - 63), struct.unpack('<d', policies, 64 * i - 47)
   local stored = false
   if code ~= 3 then stored = redis.call('GET', KEYS[i]) end
   local state, drains
@@ -79,7 +81,7 @@ for i = 1, #KEYS do
     local log = logRead(KEYS[i])
     logLive(log, now, window)
     logWrite(KEYS[i], logAppend(log, now, cost, math.max(window, log.blockedUntil - now) + EXPIRY_SLACK_MS))
-  elseif struct.unpack('<d', policies, 56 * i - 7) == 0 then
+  elseif struct.unpack('<d', policies, 64 * i - 15) == 0 then
     state, drains = penalize(i, stored, cost)
   else
     -- A blocking policy: the block (8 bytes) stays before the algorithm's penalized state.

@@ -1,5 +1,6 @@
 import { nowFromArgv } from './now.js'
 import { SLIDING_LOG_LUA } from './sliding-log.js'
+import { WINDOW_START_LUA } from './window-start.js'
 
 /**
  * The refund script: gives back `cost` units to every policy of a set for one client key, in
@@ -25,17 +26,19 @@ ${nowFromArgv(4)}
 local admitted = nil
 if ARGV[3] ~= '' then admitted = now - tonumber(ARGV[3]) end
 ${SLIDING_LOG_LUA}
+${WINDOW_START_LUA}
 
 -- Policy i's stored state (never false here) with cost c given back: the new state, or nil
 -- when nothing changes.
 local function refundAlgorithm(i, state, c)
-  local code, limit, window, burst, precision = struct.unpack('<ddddd', policies, 56 * i - 55)
+  local code, limit, window, burst, precision = struct.unpack('<ddddd', policies, 64 * i - 63)
 
   if code == 1 then
     -- fixed-window; state: start, count
     local start, count = struct.unpack('<dd', state)
-    if count == 0 or start ~= now - math.fmod(now, window) then return nil end
-    if admitted and admitted - math.fmod(admitted, window) ~= start then return nil end
+    local offset = struct.unpack('<d', policies, 64 * i - 7)
+    if count == 0 or start ~= windowStart(now, window, offset) then return nil end
+    if admitted and windowStart(admitted, window, offset) ~= start then return nil end
     return struct.pack('<dd', start, math.max(0, count - c))
   end
 
@@ -88,7 +91,7 @@ end
 -- As core's refundBlocking(): with blockFor (the seventh double), the algorithm's state follows
 -- the 8-byte block, which stays.
 local function refund(i, state, c)
-  if struct.unpack('<d', policies, 56 * i - 7) == 0 then return refundAlgorithm(i, state, c) end
+  if struct.unpack('<d', policies, 64 * i - 15) == 0 then return refundAlgorithm(i, state, c) end
   if #state <= 8 then return nil end
   local inner = refundAlgorithm(i, string.sub(state, 9), c)
   if inner then return string.sub(state, 1, 8) .. inner end
@@ -96,7 +99,7 @@ local function refund(i, state, c)
 end
 
 for i = 1, #KEYS do
-  local code, limit, window = struct.unpack('<ddd', policies, 56 * i - 55)
+  local code, limit, window = struct.unpack('<ddd', policies, 64 * i - 63)
   if code == 3 then
     -- sliding-log, in place (see sliding-log.ts); its block is inside the log and stays.
     logFunctions()
