@@ -12,31 +12,15 @@ export interface SlidingLogState {
 }
 
 /**
- * As a meter keeps it (see `slidingLogMeter`): a log of one entry (most keys see one request per
- * window) without arrays, or the deque, made when a second entry is added and then kept.
- */
-type SlidingLogDeque = OneEntry | LogArrays
-
-/** A log of one entry: its time and cost, and no fields the deque needs (the object is smaller). */
-interface OneEntry extends Kept {
-  times: number
-  used: number
-}
-
-/**
- * Entries before `head` are gone; `used` is the cost from `head` on. `costs` is undefined while
+ * As a meter keeps it (see `slidingLogMeter`): entries before `head` are gone; `used` is the cost from `head` on. `costs` is undefined while
  * every admission has cost 1: the log is then one entry per unit (same-millisecond admissions not
  * merged), one array per key rather than two.
  */
-interface LogArrays extends Kept {
+interface SlidingLogDeque extends Kept {
   times: number[]
   costs: number[] | undefined
   head: number
   used: number
-}
-
-function isOne(state: SlidingLogDeque): state is OneEntry {
-  return typeof state.times === 'number'
 }
 
 /** A log as `decideSlidingLog` reads it: the transition's state or a meter's deque. */
@@ -144,31 +128,10 @@ function leavingAfter(
 }
 
 /**
- * The outcome `decideSlidingLog` gives for a log of one entry, at `time` with cost `held`: the
- * same arithmetic on the same values, without its loops.
- */
-function decideOne(time: number, held: number, now: number, policy: Policy, cost: number): Outcome {
-  const { limit, window } = policy
-  if (time <= now - window) return decideSlidingLog(undefined, now, policy, cost)
-  if (held + cost > limit) {
-    // The excess left after this entry leaves: more than the log holds gives no time (as the loop).
-    const leaves = held + cost - limit - held > 0 ? Number.NaN : time + window - now
-    return denied(Math.max(0, limit - held), time + window - now, leaves)
-  }
-  // `held` is 0 only after a store's consume of cost 0; then the unit freed is the one admitted now.
-  const leaving = Math.max(1, (1 - held > 0 ? now : time) + window - now)
-  if (cost === 0) {
-    return admitted(limit - held, time + window - now, 0, held === limit ? leaving : undefined)
-  }
-  return admitted(limit - held - cost, window, 0, held + cost === limit ? leaving : undefined)
-}
-
-/**
  * The sliding log on a state kept and changed in place (see `Meter`): a deque with a head
  * index, no copy of the log per request. Expired entries are dropped by moving `head`, and the
  * live ones move down once the dead ones are at least half the log, so each entry is moved at
- * most a few times (O(1) amortised). A log of one entry is kept without arrays (`OneEntry`);
- * `take` returns a new object when a second entry makes them. `decide` and `take` test their
+ * most a few times (O(1) amortised). `decide` and `take` test their
  * common case first and call out for the rest, so that they are small enough for V8 to inline
  * where a store calls them (twice each for two policies).
  */
@@ -178,18 +141,17 @@ export const slidingLogMeter: Meter<SlidingLogDeque> = {
     // line of the log that the admission writes but need not wait for) is not read.
     if (
       state !== undefined &&
-      !isOne(state) &&
       cost > 0 &&
       state.used + cost < policy.limit &&
       oldestStays(state, now - policy.window)
     ) {
       return admitted(policy.limit - state.used - cost, policy.window, 0, undefined)
     }
-    return decideKept(state, now, policy, cost)
+    return decideSlidingLog(state, now, policy, cost)
   },
   take(live, now, { window }, cost, spare) {
     // The common case, a unit on a log of units: one push, once what left the window is dropped.
-    if (live !== undefined && !isOne(live) && cost === 1 && live.costs === undefined) {
+    if (live !== undefined && cost === 1 && live.costs === undefined) {
       if (!oldestStays(live, now - window)) dropLeft(live, now - window)
       live.times.push(now)
       live.used += 1
@@ -198,7 +160,6 @@ export const slidingLogMeter: Meter<SlidingLogDeque> = {
     return takeKept(live, now, window, cost, spare)
   },
   toState(state) {
-    if (isOne(state)) return { times: [state.times], costs: [state.used] }
     const { times, costs, head } = state
     if (costs !== undefined) {
       return head === 0 ? { times, costs } : { times: times.slice(head), costs: costs.slice(head) }
@@ -207,9 +168,6 @@ export const slidingLogMeter: Meter<SlidingLogDeque> = {
   },
   fromState(state) {
     const { times, costs } = state as SlidingLogState
-    if (times.length === 1) {
-      return { times: times[0] as number, used: costs[0] as number, expiry: 0, protectedUntil: 0 }
-    }
     let used = 0
     for (const cost of costs) used += cost
     return { times: times.slice(), costs: costs.slice(), head: 0, used, expiry: 0, protectedUntil: 0 }
@@ -217,14 +175,8 @@ export const slidingLogMeter: Meter<SlidingLogDeque> = {
 }
 
 /** Whether the deque's oldest entry is still inside the window (time > `expired`), so that no entry leaves it. */
-function oldestStays(state: LogArrays, expired: number): boolean {
+function oldestStays(state: SlidingLogDeque, expired: number): boolean {
   return state.head < state.times.length && (state.times[state.head] as number) > expired
-}
-
-/** `decide` on any kept log (or none). */
-function decideKept(state: SlidingLogDeque | undefined, now: number, policy: Policy, cost: number): Outcome {
-  if (state !== undefined && isOne(state)) return decideOne(state.times, state.used, now, policy, cost)
-  return decideSlidingLog(state, now, policy, cost)
 }
 
 /** `take` on any kept log (or none). */
@@ -236,20 +188,18 @@ function takeKept(
   spare: SlidingLogDeque | undefined,
 ): SlidingLogDeque {
   if (live === undefined) return takeAfresh(spare, now, window, cost)
-  return isOne(live) ? takeOne(live, now, window, cost) : appendToDeque(live, now, window, cost)
+  return appendToDeque(live, now, window, cost)
 }
 
 /**
  * `take` with no live state: a new one, or a spare (expired or reset, so none of its entries
- * count any more) that keeps its form, so that arrays it has are reused rather than left as old
- * garbage.
+ * count any more) whose arrays are reused rather than left as old garbage.
  */
 function takeAfresh(spare: SlidingLogDeque | undefined, now: number, window: number, cost: number): SlidingLogDeque {
-  if (spare === undefined) return { times: now, used: cost, expiry: 0, protectedUntil: 0 }
-  if (isOne(spare)) {
-    spare.times = now
-    spare.used = cost
-    return spare
+  if (spare === undefined) {
+    const times = [now]
+    if (cost === 1) return { times, costs: undefined, head: 0, used: 1, expiry: 0, protectedUntil: 0 }
+    return { times, costs: [cost], head: 0, used: cost, expiry: 0, protectedUntil: 0 }
   }
   spare.times.length = 0
   spare.costs = undefined
@@ -262,7 +212,7 @@ function takeAfresh(spare: SlidingLogDeque | undefined, now: number, window: num
  * Moves `head` past the entries that left the window (time ≤ `expired`), taking their cost off
  * `used`; empties the log once none is left, and moves the live ones down once the dead are half.
  */
-function dropLeft(state: LogArrays, expired: number): void {
+function dropLeft(state: SlidingLogDeque, expired: number): void {
   const { times, costs } = state
   let { head, used } = state
   while (head < times.length && (times[head] as number) <= expired) used -= costAt(costs, head++)
@@ -280,7 +230,7 @@ function dropLeft(state: LogArrays, expired: number): void {
 }
 
 /** `take` on a deque: drops the entries that left the window and appends `cost` at `now`, in place. */
-function appendToDeque(state: LogArrays, now: number, window: number, cost: number): LogArrays {
+function appendToDeque(state: SlidingLogDeque, now: number, window: number, cost: number): SlidingLogDeque {
   dropLeft(state, now - window)
   let { times, head, costs } = state
   if (costs === undefined && cost !== 1) {
@@ -329,32 +279,6 @@ function perMillisecond(times: readonly number[], head: number): SlidingLogState
     }
   }
   return merged
-}
-
-/**
- * `take` on a log of one entry: an expired entry is replaced and one at `now` takes the cost, in
- * place; a second entry makes the deque (one entry per unit while every cost is 1), a new object.
- */
-function takeOne(state: OneEntry, now: number, window: number, cost: number): SlidingLogDeque {
-  const { times: time, used: held } = state
-  if (time <= now - window) {
-    state.times = now
-    state.used = cost
-    return state
-  }
-  const units = held === 1 && cost === 1
-  if (time === now && !units) {
-    state.used = held + cost
-    return state
-  }
-  // Made with one entry and grown by a push, as a new key's arrays were before this form: a busy
-  // key's arrays get the capacity they had (a literal of two would grow to more).
-  const times = [time]
-  times.push(now)
-  if (units) return { times, costs: undefined, head: 0, used: 2, expiry: 0, protectedUntil: 0 }
-  const costs = [held]
-  costs.push(cost)
-  return { times, costs, head: 0, used: held + cost, expiry: 0, protectedUntil: 0 }
 }
 
 /**
