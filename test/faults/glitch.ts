@@ -31,7 +31,7 @@ console.log(
   '| algorithm | MemoryStore: denied after the correction (s) / its first Retry-After | RedisStore: the same |',
 )
 console.log('|---|---|---|')
-for (const algorithm of ['fixed-window', 'sliding-window', 'token-bucket', 'gcra'] as AlgorithmName[]) {
+for (const algorithm of ['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket', 'gcra'] as AlgorithmName[]) {
   const memory = await lockedFor((now) => new MemoryStore({ now }), algorithm)
   const prefix = `glitch:${process.pid}:${algorithm}:`
   const redis = await lockedFor((now) => new RedisStore({ client, prefix, now, deniedCache: false }), algorithm)

@@ -64,7 +64,7 @@ describe.skipIf(shared === undefined)('RedisStore when the local wall clock step
     return { seen, after }
   }
 
-  const algorithms: AlgorithmName[] = ['fixed-window', 'sliding-window', 'token-bucket', 'gcra']
+  const algorithms: AlgorithmName[] = ['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket', 'gcra']
   it.each(algorithms)(
     '%s: a quota spent during a +1 h glitch does not lock the key once the clock is corrected',
     async (algorithm) => {
@@ -106,4 +106,35 @@ describe.skipIf(shared === undefined)('RedisStore when the local wall clock step
       expect(redis).toEqual(memory)
     },
   )
+
+  it('sliding-log: entries a step back put ahead count, and are restamped at now by the next admission', async () => {
+    const run = async (store: (now: () => number) => Store) => {
+      const clock = { now: T0 + 5000 }
+      const limiter = createLimiter({
+        limits: { limit: 3, window: '10s', algorithm: 'sliding-log' },
+        store: store(() => clock.now),
+      })
+      const seen: Pick<Decision, 'allowed' | 'remaining' | 'retryAfter' | 'resetAfter'>[] = []
+      const ask = async () => {
+        const { allowed, remaining, retryAfter, resetAfter } = await limiter.consume('k')
+        seen.push({ allowed, remaining, retryAfter, resetAfter })
+      }
+      await ask()
+      await ask()
+      clock.now = T0
+      await ask()
+      await ask()
+      clock.now = T0 + 10_000
+      await ask()
+      return seen
+    }
+    const memory = await run((now) => new MemoryStore({ now }))
+    const redis = await run(
+      (now) => new RedisStore({ client, prefix: uniquePrefix('log-restamp'), now, deniedCache: false }),
+    )
+    expect(memory.map((d) => d.allowed)).toEqual([true, true, true, false, true])
+    // Restamped at T0, the entries of T0 + 5 s leave at T0 + 10 s, not T0 + 15 s.
+    expect(memory[3]?.retryAfter).toBe(10_000)
+    expect(redis).toEqual(memory)
+  })
 })

@@ -135,6 +135,33 @@ describe('sliding-log', () => {
   })
 })
 
+describe('sliding-log: a clock that steps back', () => {
+  const policy: PolicyOptions = { limit: 3, window: 1000, algorithm: 'sliding-log' }
+
+  it('counts entries up to a window ahead, and the next admission restamps them at now', () => {
+    expect(run(policy, at(5000, 5000, 4500, 4600)).map(brief)).toEqual([
+      ['Y', 2, 1000, 0],
+      ['Y', 1, 1000, 0],
+      ['Y', 0, 1000, 0],
+      // The entries of 5000 were restamped 4500: they leave at 5500, not 6000.
+      ['n', 0, 900, 900],
+    ])
+  })
+
+  it('reads a log more than a window ahead as no log', () => {
+    const glitch = 3_600_000 + 5000
+    const outcomes = run(policy, at(glitch, glitch, glitch, glitch, 5000, 5001))
+    expect(outcomes.map(brief)).toEqual([
+      ['Y', 2, 1000, 0],
+      ['Y', 1, 1000, 0],
+      ['Y', 0, 1000, 0],
+      ['n', 0, 1000, 1000],
+      ['Y', 2, 1000, 0],
+      ['Y', 1, 1000, 0],
+    ])
+  })
+})
+
 describe('token-bucket', () => {
   const policy: PolicyOptions = { limit: 10, window: 1000, algorithm: 'token-bucket', burst: 5 }
 

@@ -3,7 +3,11 @@ import { denied, type Refund, type Step, type Transition } from './outcome.js'
 
 /**
  * The state of a policy with `blockFor`: the algorithm's own state, and until when the key is
- * blocked (epoch ms; 0 or past when not).
+ * blocked (epoch ms; 0 or past when not). Unlike the algorithms' states, a block's end has no
+ * horizon from now: a block set by `limiter.block(key, duration)` (`blockUntil`) may rightly end
+ * later than `blockFor`, and the stored end does not say which set it, so a clock that steps back
+ * lengthens a block by the step (a `blockFor` block at most by the step; capping it at `blockFor`
+ * would cut manual blocks short).
  */
 export interface BlockState {
   readonly until: number

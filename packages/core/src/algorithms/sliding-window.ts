@@ -27,7 +27,10 @@ export interface SlidingWindowState {
  * `oldest` its first), is touched only when a sub-window passes. While every count sits in the
  * newest two sub-windows (most keys see a few requests close together) there is no `older`: the
  * one before the newest holds `total − newest`. The array is made when a third sub-window would
- * hold a count, and then kept.
+ * hold a count, and then kept. The compact form is for memory: `bench:memory`'s "sluice
+ * sliding-window, 1 policy" holds 117 bytes a key with it, 245 without (−52 %; 2 policies 244
+ * against 501), 2026-11-26; without it that row ran 8 % fewer instructions per decision
+ * (bench/README.md, issue 29).
  */
 interface RunningWindow extends Kept {
   start: number

@@ -24,7 +24,8 @@
  *   have all left is written afresh (PSETEX), and once at least half of the records have left
  *   (and at least LOG_COMPACT_AT), the live ones are moved to the start (amortised O(1)).
  * Times: a record is never stored later than the request's now: after the clock stepped back,
- *   entries stamped later than now are restamped now when the log is next appended to.
+ *   entries stamped later than now are restamped now when the log is next appended to, and a log
+ *   whose newest entry is more than a window after now reads as no log (as core's).
  */
 export const SLIDING_LOG_LUA = `
 local LOG_TRAILER = 64
@@ -101,8 +102,11 @@ local function logFunctions()
     if v.liveAt == expired then return end
     v.liveAt = expired
     local h, b, o = v.head, v.base, v.oldest
-    if h < v.size and o <= expired then
-      if v.newest <= expired then
+    -- A newest entry more than a window after now (a clock that stepped back) reads as no log, as
+    -- core's ahead(): such a step costs at most about a window.
+    local stepped = v.newest - now > window
+    if h < v.size and (o <= expired or stepped) then
+      if v.newest <= expired or stepped then
         h, b = v.size, v.total
       else
         h = logSearch(v, h, v.size, 1, expired, false)
