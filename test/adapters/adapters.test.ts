@@ -1010,7 +1010,7 @@ describe.each(harnesses)('@sluice/$name proxy checks', (h) => {
     })
     expect(warn).not.toHaveBeenCalled()
     expect(() => h.rateLimit({ limits: '10/min', validate: 'no' as unknown as boolean })).toThrow(
-      /^validate must be true or false, got "no"$/,
+      /^validate must be true, false or an object of warning codes such as \{ SLUICE_UNTRUSTED_PROXY: false \}, got "no"$/,
     )
   })
 
