@@ -17,6 +17,7 @@ export const WARNING_CODES = [
   'SLUICE_MEMORY_STORE_FULL',
 ] as const
 
+/** One runtime warning's code, as it starts the warning's log line: `[sluice] SLUICE_…: …`. */
 export type WarningCode = (typeof WARNING_CODES)[number]
 
 /** The `validate` option: every warning on (`true`, the default) or off, or each code on or off. */
