@@ -1014,6 +1014,25 @@ describe.each(harnesses)('@sluice/$name proxy checks', (h) => {
     )
   })
 
+  it('switches the proxy check off by its code, leaving it on when another code is off', async () => {
+    const warn = warnings()
+    const spec = {
+      use: [
+        h.rateLimit({ limits: '10/min', validate: { SLUICE_UNTRUSTED_PROXY: false } }),
+        h.rateLimit({ limits: '20/min', validate: { SLUICE_PERMISSIVE_TRUST_PROXY: false } }),
+      ],
+      routes: [{ path: '/' }],
+    }
+    await withApp(h, spec, async (app) => {
+      expect((await app.get('/', forwarded)).status).toBe(200)
+    })
+    expect(warn).toHaveBeenCalledTimes(1)
+    expect(warn.mock.calls[0]?.[0]).toMatch(/^\[sluice\] SLUICE_UNTRUSTED_PROXY: /)
+    expect(() => h.rateLimit({ limits: '10/min', validate: { SLUICE_UNTRUSTED_PROXI: false } as never })).toThrow(
+      /^validate must name only warning codes: did you mean SLUICE_UNTRUSTED_PROXY\?, got "SLUICE_UNTRUSTED_PROXI"$/,
+    )
+  })
+
   // Hono has no proxy setting to get wrong: its key is the connection's peer (or Cloudflare's header).
   it.skipIf(h.name === 'hono')(
     'warns once when the app trusts every X-Forwarded-For entry, not a set number',
