@@ -1010,7 +1010,26 @@ describe.each(harnesses)('@sluice/$name proxy checks', (h) => {
     })
     expect(warn).not.toHaveBeenCalled()
     expect(() => h.rateLimit({ limits: '10/min', validate: 'no' as unknown as boolean })).toThrow(
-      /^validate must be true or false, got "no"$/,
+      /^validate must be true, false or an object of warning codes such as \{ SLUICE_UNTRUSTED_PROXY: false \}, got "no"$/,
+    )
+  })
+
+  it('switches the proxy check off by its code, leaving it on when another code is off', async () => {
+    const warn = warnings()
+    const spec = {
+      use: [
+        h.rateLimit({ limits: '10/min', validate: { SLUICE_UNTRUSTED_PROXY: false } }),
+        h.rateLimit({ limits: '20/min', validate: { SLUICE_PERMISSIVE_TRUST_PROXY: false } }),
+      ],
+      routes: [{ path: '/' }],
+    }
+    await withApp(h, spec, async (app) => {
+      expect((await app.get('/', forwarded)).status).toBe(200)
+    })
+    expect(warn).toHaveBeenCalledTimes(1)
+    expect(warn.mock.calls[0]?.[0]).toMatch(/^\[sluice\] SLUICE_UNTRUSTED_PROXY: /)
+    expect(() => h.rateLimit({ limits: '10/min', validate: { SLUICE_UNTRUSTED_PROXI: false } as never })).toThrow(
+      /^validate must name only warning codes: did you mean SLUICE_UNTRUSTED_PROXY\?, got "SLUICE_UNTRUSTED_PROXI"$/,
     )
   })
 

@@ -22,6 +22,7 @@ import {
 import { storedKey } from './stored-key.js'
 import { MemoryStore } from './stores/memory-store.js'
 import { type Awaitable, andThen, isThenable, type Store } from './stores/store.js'
+import { type Validate, Warnings } from './validations.js'
 
 /** Options of `createLimiter`. */
 export interface LimiterOptions {
@@ -56,6 +57,11 @@ export interface LimiterOptions {
    * changes a decision; an exception it throws is contained and reported once.
    */
   observe?: Observe
+  /**
+   * The limiter's warnings (SLUICE_STORE_FAILING, SLUICE_STORE_RECOVERED, SLUICE_OBSERVE_THREW):
+   * all on (`true`, the default) or off, or each by its code: `{ SLUICE_STORE_RECOVERED: false }`.
+   */
+  validate?: Validate
 }
 
 /** Per-call options of `limiter.consume`. */
@@ -129,6 +135,7 @@ export const LIMITER_OPTION_NAMES: readonly (keyof LimiterOptions)[] = [
   'namespace',
   'breaker',
   'observe',
+  'validate',
 ]
 
 /** The cost that stands for a peek inside the limiter (a consume's cost is at least 1). */
@@ -167,7 +174,8 @@ export function createLimiter<const L extends LimiterOptions['limits'] = Limiter
   const prefix = namespace === undefined ? '' : `${namespace}:`
   const stored = (key: string): string => prefix + storedKey(key)
   const breaker = breakerOf(options.breaker)
-  const emit = containObserve(options.observe)
+  const warnings = new Warnings(options.validate)
+  const emit = containObserve(options.observe, warnings)
   const maxCost = Math.min(...set.policies.map(capacityOf))
   const { policies } = set
   const clock = typeof store.now === 'function' ? () => (store.now as () => number)() : Date.now
@@ -176,9 +184,6 @@ export function createLimiter<const L extends LimiterOptions['limits'] = Limiter
   const setFor = (key: string, at?: number): PolicySet => (resolve === undefined ? set : resolve(key, at ?? clock()))
   /** Whether decisions are coming from onStoreError rather than the store. */
   let failing = false
-  /** Each warning is given once per limiter: a flapping store must not flood the log. */
-  let warnedFailing = false
-  let warnedRecovered = false
 
   /** Asks a store for a decision: a consume of `cost`, or a peek when cost is PEEK. */
   const ask = (target: Store, key: string, cost: number, on: PolicySet): Awaitable<readonly Outcome[]> =>
@@ -190,9 +195,7 @@ export function createLimiter<const L extends LimiterOptions['limits'] = Limiter
     if (openMs !== undefined) emit?.({ type: 'breaker-close', openMs })
     if (failing) {
       failing = false
-      if (warnedRecovered) return
-      warnedRecovered = true
-      console.warn('[sluice] SLUICE_STORE_RECOVERED: the store answers again; decisions come from it.')
+      warnings.storeRecovered()
     }
   }
 
@@ -206,18 +209,15 @@ export function createLimiter<const L extends LimiterOptions['limits'] = Limiter
   ): Promise<Decision> => {
     if (!skipped) emit?.({ type: 'store-error', key, error })
     failing = true
-    if (!warnedFailing) {
-      warnedFailing = true
-      console.warn(
-        `[sluice] SLUICE_STORE_FAILING: the store failed (${describeError(error)}); decisions are now ${
-          onStoreError === 'allow'
-            ? "allowed without limits (onStoreError: 'allow')"
-            : onStoreError === 'deny'
-              ? "denied (onStoreError: 'deny')"
-              : 'made by the fallback store (onStoreError)'
-        } until it answers again.`,
-      )
-    }
+    // Each warning is given once per limiter: a flapping store must not flood the log.
+    warnings.storeFailing(
+      describeError(error),
+      onStoreError === 'allow'
+        ? "allowed without limits (onStoreError: 'allow')"
+        : onStoreError === 'deny'
+          ? "denied (onStoreError: 'deny')"
+          : 'made by the fallback store (onStoreError)',
+    )
     if (typeof onStoreError === 'object') {
       try {
         return toDecision(key, policies, await settle(ask(onStoreError, key, cost, on), deadlines), 'fallback', error)

@@ -1,5 +1,6 @@
 import type { Decision } from './decision.js'
 import { ConfigError } from './errors.js'
+import { Warnings } from './validations.js'
 
 /** A `consume` decided: by the store, the fallback store or `onStoreError` (see `decision.source`). */
 export interface DecisionEvent {
@@ -74,26 +75,18 @@ export type Observe = (event: ObserveEvent) => unknown
 /**
  * `observe` made safe to call anywhere: an exception it throws (or a promise it returns that
  * rejects) never reaches the caller, so it cannot change a decision; the first one is reported
- * through `warn`, the rest are dropped. Undefined in, undefined out, so that callers skip all
+ * as SLUICE_OBSERVE_THREW of `warnings`, the rest are dropped. Undefined in, undefined out, so that callers skip all
  * event work with one check.
  */
 export function containObserve(
   observe: unknown,
-  warn: (message: string) => void = (message) => console.warn(message),
+  warnings: Warnings = new Warnings(),
 ): ((event: ObserveEvent) => void) | undefined {
   if (observe === undefined) return undefined
   if (typeof observe !== 'function') {
     throw new ConfigError('observe', observe, 'must be a function called with each event')
   }
-  let reported = false
-  const report = (error: unknown) => {
-    if (reported) return
-    reported = true
-    warn(
-      `[sluice] SLUICE_OBSERVE_THREW: the observe function threw (${describeError(error)}); decisions are ` +
-        'unaffected, and later exceptions from it are not reported.',
-    )
-  }
+  const report = (error: unknown) => warnings.observeThrew(describeError(error))
   return (event) => {
     try {
       const result: unknown = (observe as Observe)(event)

@@ -102,7 +102,7 @@ export function createConcurrencyHandler<A extends unknown[], R>(
   const common = parseCommon<A, ConcurrencyInfo, R>(raw, adapter)
   const { key, skip, statusCode, dryRun } = common
   const inflight = new InflightCounter()
-  const emit = containObserve(options.observe)
+  const emit = containObserve(options.observe, common.warnings)
 
   const admit = (args: A, requestKey: string): Awaitable<ConcurrencyPlan<R>> => {
     const current = inflight.count(requestKey)

@@ -3,9 +3,10 @@ import { ConfigError } from '../errors.js'
 export { assertKnownOptions } from '../known-options.js'
 
 import { type Awaitable, isThenable } from '../stores/store.js'
+import { type Validate, Warnings } from '../validations.js'
 import { ClientAddressError, ipKey, ipv6SubnetOption } from './client-ip.js'
 import { type ProxySetup, proxyCheck } from './proxy-check.js'
-import { keyText, type RequestKey, unusableKeyMessage } from './request-key.js'
+import { keyText, type RequestKey } from './request-key.js'
 import type { Message } from './response.js'
 
 /** What an adapter tells the shared code about its framework. */
@@ -48,10 +49,12 @@ export interface CommonOptions<A extends unknown[], I, R> {
   ipv6Subnet?: number | false
   /**
    * Warn once (console.warn) when the default key is probably wrong: a proxy the framework does
-   * not trust, or one that trusts every X-Forwarded-For entry; and when two rate limits share a
-   * store and a policy without a `namespace`, so both count every request. Default true.
+   * not trust, or one that trusts every X-Forwarded-For entry; when two rate limits share a
+   * store and a policy without a `namespace`, so both count every request; and about the
+   * limiter the middleware builds (a failing store). Default true; false turns every warning
+   * off, and `{ SLUICE_UNTRUSTED_PROXY: false }` one by its code (see `WARNING_CODES`).
    */
-  validate?: boolean
+  validate?: Validate
 }
 
 export interface CommonConfig<A extends unknown[], I, R> {
@@ -62,8 +65,8 @@ export interface CommonConfig<A extends unknown[], I, R> {
   readonly message: Message<A, I> | undefined
   readonly onLimited: ((...args: [...A, I]) => R) | undefined
   readonly dryRun: boolean
-  /** Whether to warn (once) about likely mistakes: see `CommonOptions.validate`. */
-  readonly validate: boolean
+  /** The middleware's warnings, switched by `CommonOptions.validate`. */
+  readonly warnings: Warnings
 }
 
 export const COMMON_OPTIONS = [
@@ -122,11 +125,9 @@ export function parseCommon<A extends unknown[], I, R>(
       'applies to the default key only; with your own key, group addresses with ipKey(address, subnet)',
     )
   }
-  const validate = options.validate ?? true
-  if (typeof validate !== 'boolean') throw new ConfigError('validate', validate, 'must be true or false')
+  const warnings = new Warnings(options.validate)
   const subnet = ipv6SubnetOption(options.ipv6Subnet)
-  const check =
-    validate && !customKey && adapter.proxy ? proxyCheck(adapter.proxy, (message) => console.warn(message)) : undefined
+  const check = !customKey && adapter.proxy ? proxyCheck(adapter.proxy, warnings) : undefined
   const addressKey = (...args: A): string => {
     check?.(...args)
     const address = adapter.address(...args)
@@ -134,7 +135,7 @@ export function parseCommon<A extends unknown[], I, R>(
     if (key === undefined) throw new ClientAddressError(adapter.name, adapter.addressSource, address)
     return key
   }
-  const key = customKey ? keyOrAddress(customKey, addressKey) : addressKey
+  const key = customKey ? keyOrAddress(customKey, addressKey, warnings) : addressKey
 
   return {
     key,
@@ -143,7 +144,7 @@ export function parseCommon<A extends unknown[], I, R>(
     message: message as Message<A, I> | undefined,
     onLimited,
     dryRun,
-    validate,
+    warnings,
   }
 }
 
@@ -154,15 +155,12 @@ export function parseCommon<A extends unknown[], I, R>(
 function keyOrAddress<A extends unknown[]>(
   custom: (...args: A) => Awaitable<RequestKey>,
   addressKey: (...args: A) => string,
+  warnings: Warnings,
 ): (...args: A) => Awaitable<string> {
-  let reported = false
   const usable = (value: unknown, args: A): string => {
     const text = keyText(value)
     if (text !== undefined) return text
-    if (!reported) {
-      reported = true
-      console.error(unusableKeyMessage(custom, value))
-    }
+    warnings.unusableKey(custom, value)
     return addressKey(...args)
   }
   return (...args) => {

@@ -1,3 +1,5 @@
+import type { Warnings } from '../validations.js'
+
 /**
  * How a framework reads X-Forwarded-For when it resolves the client's address: `'ignored'`
  * (the connection's peer is the client), `'hops'` (a set number or list of trusted proxies),
@@ -17,16 +19,14 @@ export interface ProxySetup<A extends unknown[]> {
   readonly advice: string
 }
 
-export type Warn = (message: string) => void
-
 /**
  * The two proxy mistakes that silently break a limit by client IP, which express-rate-limit's
  * users know as its validations: a proxy the app does not trust (every client behind it shares
  * the proxy's address, and so one limit), and an app that trusts every forwarded entry (any
  * client picks a fresh key per request with a forged X-Forwarded-For). Runs beside the default
- * key only, and warns at most once per mistake per middleware: a log line, never a failed request.
+ * key only, and warns at most once per middleware: a log line, never a failed request.
  */
-export function proxyCheck<A extends unknown[]>(setup: ProxySetup<A>, warn: Warn): (...args: A) => void {
+export function proxyCheck<A extends unknown[]>(setup: ProxySetup<A>, warnings: Warnings): (...args: A) => void {
   let trust: ForwardedTrust | undefined
   let done = false
   return (...args) => {
@@ -35,19 +35,10 @@ export function proxyCheck<A extends unknown[]>(setup: ProxySetup<A>, warn: Warn
     if (trust === 'hops') done = true
     else if (trust === 'any') {
       done = true
-      warn(
-        `[sluice] SLUICE_PERMISSIVE_TRUST_PROXY: ${setup.setting} trusts every X-Forwarded-For entry, so the ` +
-          'default key is the left-most one, which clients write themselves: any client can take a fresh limit ' +
-          `with each request. Trust only the proxies in front of the app: ${setup.advice}. ` +
-          'Pass validate: false to turn this check off.',
-      )
+      warnings.permissiveTrustProxy(setup.setting, setup.advice)
     } else if (setup.forwarded(...args)) {
       done = true
-      warn(
-        `[sluice] SLUICE_UNTRUSTED_PROXY: a request came with X-Forwarded-For, but ${setup.setting} does not ` +
-          "trust proxies, so the default key is the proxy's address and every client behind it shares one limit. " +
-          `If a proxy is in front of the app: ${setup.advice}. Pass validate: false to turn this check off.`,
-      )
+      warnings.untrustedProxy(setup.setting, setup.advice)
     }
   }
 }

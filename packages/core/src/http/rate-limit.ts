@@ -131,7 +131,11 @@ export function createRateLimitHandler<A extends unknown[], R>(
   const choice = limiterOf(options)
   const headers = headerModeOption(options.headers)
   const fixed = typeof choice === 'function' ? undefined : prepare(choice, headers)
-  if (fixed && common.validate) warnIfShared(fixed.limiter)
+  // Only a checked limiter is recorded as using its policies: one with the check off is never blamed.
+  if (fixed && common.warnings.enabled('SLUICE_SHARED_POLICY')) {
+    const policy = sharedPolicyOf(fixed.limiter)
+    if (policy !== undefined) common.warnings.sharedPolicy(policy)
+  }
   const cost = costOf(options.cost, fixed?.limiter)
   const refundRule = refundRuleOf(options, fixed?.limiter, adapter)
   const fixedCost = typeof cost === 'number' ? { cost } : undefined
@@ -261,21 +265,6 @@ function propertyNameOf(name: unknown): string {
   return name
 }
 
-/** The shared-policy warning is given once per process, as the proxy warnings are. */
-let warnedShared = false
-
-function warnIfShared(limiter: Limiter): void {
-  const policy = sharedPolicyOf(limiter)
-  if (policy === undefined || warnedShared) return
-  warnedShared = true
-  console.warn(
-    `sluice: two rate limits use the policy ${policy} on the same store without a namespace, so they share one count ` +
-      '(a request through both counts twice; two routes share one budget). Give each limiter its own ' +
-      "namespace: rateLimit({ limits, namespace: 'login' }), or pass one limiter to both if sharing is meant. " +
-      'validate: false turns this check off.',
-  )
-}
-
 /** A limiter with its header writer, which serialises what the policies alone decide once. */
 interface Prepared {
   readonly limiter: Limiter
@@ -311,14 +300,15 @@ function limiterOf<A extends unknown[]>(
         "are required, e.g. limits: ['100/min', '2/s'] (or pass a prebuilt limiter)",
       )
     }
-    const { limits, store, onStoreError, timeout, maxDelay, namespace, breaker, observe } = options
-    return createLimiter({ limits, store, onStoreError, timeout, maxDelay, namespace, breaker, observe })
+    const { limits, store, onStoreError, timeout, maxDelay, namespace, breaker, observe, validate } = options
+    return createLimiter({ limits, store, onStoreError, timeout, maxDelay, namespace, breaker, observe, validate })
   }
   if (typeof limiter !== 'function') {
     assertLimiter(limiter, 'must be a limiter made by createLimiter(), or a function of the request returning one')
   }
   for (const field of LIMITER_OPTION_NAMES) {
-    if (options[field] !== undefined) {
+    // validate is the middleware's too: with a prebuilt limiter it switches the middleware's warnings.
+    if (field !== 'validate' && options[field] !== undefined) {
       throw new ConfigError(field, options[field], 'belongs to the prebuilt limiter: set it in createLimiter() instead')
     }
   }

@@ -14,6 +14,7 @@ import { peekOf } from '../algorithms/outcome.js'
 import { ConfigError, StoreFullError } from '../errors.js'
 import { assertKnownOptions } from '../known-options.js'
 import type { Policy, PolicySet } from '../policy.js'
+import { type Validate, Warnings } from '../validations.js'
 import { evaluate, type Store } from './store.js'
 
 /** Options of `new MemoryStore(options)`. */
@@ -25,6 +26,8 @@ export interface MemoryStoreOptions {
    * `Date.now`. Read once when the store is made (its times are counted from then) and per call.
    */
   now?: () => number
+  /** Whether to warn once when every key is limited (SLUICE_MEMORY_STORE_FULL): see `Validate`. Default true. */
+  validate?: Validate
 }
 
 /**
@@ -57,7 +60,7 @@ class Entry {
 type Held = Entry | Kept
 
 /** Every option `new MemoryStore` takes: one list, so a new option is one more name here. */
-export const MEMORY_STORE_OPTION_NAMES: readonly string[] = ['maxKeys', 'now']
+export const MEMORY_STORE_OPTION_NAMES: readonly string[] = ['maxKeys', 'now', 'validate']
 
 /** The state of a policy with `blockFor`, which its transition replaces rather than changes. */
 interface Blocking extends Kept {
@@ -115,7 +118,7 @@ export class MemoryStore implements Store {
   readonly #origin: number
   readonly #entries = new Map<string, Held>()
   /** SLUICE_MEMORY_STORE_FULL is said once: a full store refuses every new key. */
-  #warnedFull = false
+  readonly #warnings: Warnings
   readonly #policyIndex = new Map<string, number>()
   /** Its fixed windows start at the policy's offset: calendar periods are served (see `Store`). */
   readonly calendarPeriods = true
@@ -135,6 +138,7 @@ export class MemoryStore implements Store {
     }
     if (typeof now !== 'function') throw new ConfigError('now', now, 'must be a function returning epoch milliseconds')
     this.maxKeys = maxKeys
+    this.#warnings = new Warnings(options.validate)
     this.#clock = now === Date.now ? undefined : now
     this.#origin = this.now() - ORIGIN_BEFORE_MS
   }
@@ -509,14 +513,7 @@ export class MemoryStore implements Store {
         return
       }
     }
-    if (!this.#warnedFull) {
-      this.#warnedFull = true
-      console.warn(
-        `[sluice] SLUICE_MEMORY_STORE_FULL: all ${this.maxKeys} keys (maxKeys) of a MemoryStore are limited, so a new key ` +
-          "is decided by the limiter's onStoreError ('allow' by default: admitted unlimited) until one expires. " +
-          'Set maxKeys above the number of clients that can be limited at once. Reported once per store.',
-      )
-    }
+    this.#warnings.memoryStoreFull(this.maxKeys)
     throw new StoreFullError(
       `MemoryStore is full: all ${this.maxKeys} keys are currently limited, so none can be forgotten safely; raise maxKeys`,
     )
