@@ -3,7 +3,7 @@ import type { Awaitable, Outcome, Store } from '@sluice/core/store'
 import type { Trace, TraceStep } from './traces.js'
 
 /** A store under test, reading the trace's clock through `now`. */
-export type StoreFactory = (now: () => number) => Required<Omit<Store, 'algorithms'>>
+export type StoreFactory = (now: () => number) => Required<Omit<Store, 'algorithms' | 'namedAlgorithms'>>
 
 /**
  * Runs one trace on a fresh store and key; one outcome list per step. With `together`, the steps
@@ -40,7 +40,7 @@ export async function runTrace(
 
 /** One step's outcomes; a refund is sent, then a peek shows its effect (sent in that order). */
 function ask(
-  store: Required<Omit<Store, 'algorithms'>>,
+  store: Required<Omit<Store, 'algorithms' | 'namedAlgorithms'>>,
   key: string,
   set: PolicySet,
   action: TraceStep[1],

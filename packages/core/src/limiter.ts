@@ -10,6 +10,7 @@ import { containObserve, describeError, type Observe } from './observe.js'
 import {
   type CheckedLimits,
   capacityOf,
+  isNamed,
   type Policy,
   type PolicyInput,
   type PolicySet,
@@ -469,16 +470,28 @@ function keyError(key: unknown): ConfigError {
   return new ConfigError('key', key, 'must be a string')
 }
 
-/** A ConfigError naming the first policy whose algorithm the store says it cannot serve. */
+/**
+ * A ConfigError naming the first policy whose algorithm the store says it cannot serve, or whose
+ * name it cannot keep across a change of limit.
+ */
 function assertServes(store: Store, set: PolicySet): void {
-  const served = store.algorithms
-  if (served === undefined) return
+  const { algorithms: served, namedAlgorithms: named } = store
+  const storeName = store.constructor?.name ?? 'this store'
   for (const [i, policy] of set.policies.entries()) {
-    if (!served.includes(policy.algorithm)) {
+    if (served !== undefined && !served.includes(policy.algorithm)) {
       throw new ConfigError(
         `limits[${i}].algorithm`,
         policy.algorithm,
-        `is not served by ${store.constructor?.name ?? 'this store'} (it serves ${served.join(', ')}); policy "${policy.name}"`,
+        `is not served by ${storeName} (it serves ${served.join(', ')}); policy "${policy.name}"`,
+      )
+    }
+    if (named !== undefined && isNamed(policy) && !named.includes(policy.algorithm)) {
+      throw new ConfigError(
+        `limits[${i}].name`,
+        policy.name,
+        `cannot be kept across limit changes by ${storeName} for ${policy.algorithm} (it keeps named ${
+          named.length === 0 ? 'policies of no algorithm' : named.join(', ')
+        }); remove the name or use another store`,
       )
     }
   }
