@@ -76,6 +76,16 @@ export interface RefundOptions {
   admittedAt?: number
 }
 
+/** Options of `limiter.settle`: what a request reserved, and what its work turned out to cost. */
+export interface SettleOptions {
+  /** Units the request's `consume` took: the estimate it was admitted on. */
+  reserved: number
+  /** Units the work cost, known after it (tokens an LLM call used); 0 or more. */
+  actual: number
+  /** When that `consume` was admitted: `limiter.clock()` read then (see `RefundOptions.admittedAt`). */
+  admittedAt?: number
+}
+
 /** Decides requests by key against a set of policies, on one store. Made by `createLimiter`. */
 export interface Limiter {
   readonly policies: readonly Policy[]
@@ -109,6 +119,14 @@ export interface Limiter {
    * stores) rejects with a ConfigError.
    */
   penalty(key: string, options?: { cost?: number }): Promise<Decision>
+  /**
+   * Settles a request whose cost is known only after its work: gives back `reserved - actual`
+   * by `refund` (with `admittedAt`, into the window the request was admitted in, never a later
+   * one), or charges `actual - reserved` by `penalty`, now, whatever the limits, so an over-spend
+   * takes the key below zero and the next requests wait until it has drained. Resolves with a
+   * peek after it. Rejects as `refund` and `penalty` do.
+   */
+  settle(key: string, options: SettleOptions): Promise<Decision>
   /**
    * Blocks the key for `duration` (ms or a duration string) in every policy with `blockFor`, as
    * that policy's own denial would (rate-limiter-flexible's `block`); `reset` lifts it. Resolves
@@ -332,9 +350,7 @@ export function createLimiter<const L extends LimiterOptions['limits'] = Limiter
         )
       }
       const { admittedAt } = refundOptions ?? {}
-      if (admittedAt !== undefined && (typeof admittedAt !== 'number' || !Number.isFinite(admittedAt))) {
-        throw new ConfigError('admittedAt', admittedAt, 'must be epoch milliseconds from limiter.clock()')
-      }
+      assertAdmittedAt(admittedAt)
       await settle(store.refund(stored(key), set, cost as number, admittedAt), deadlines)
     },
     async penalty(key, penaltyOptions) {
@@ -347,6 +363,27 @@ export function createLimiter<const L extends LimiterOptions['limits'] = Limiter
         throw new ConfigError('store', store, 'cannot take a penalty: use a MemoryStore or RedisStore')
       }
       await settle(store.penalize(stored(key), set, cost), deadlines)
+      return run(key, PEEK)
+    },
+    async settle(key, settleOptions) {
+      if (typeof key !== 'string') throw keyError(key)
+      if (settleOptions === null || typeof settleOptions !== 'object') {
+        throw new ConfigError('options', settleOptions, 'must be an object { reserved, actual, admittedAt? }')
+      }
+      const { reserved, actual, admittedAt } = settleOptions
+      if (costError(reserved) !== undefined) {
+        throw new ConfigError(
+          'reserved',
+          reserved,
+          `must be the cost its consume took, a whole number from 1 to ${maxCost}`,
+        )
+      }
+      if (typeof actual !== 'number' || !Number.isSafeInteger(actual) || actual < 0) {
+        throw new ConfigError('actual', actual, 'must be a whole number of units, 0 or more')
+      }
+      assertAdmittedAt(admittedAt)
+      if (actual < reserved) await limiter.refund(key, { cost: reserved - actual, admittedAt })
+      else if (actual > reserved) return limiter.penalty(key, { cost: actual - reserved })
       return run(key, PEEK)
     },
     async block(key, duration) {
@@ -464,6 +501,12 @@ function failed(
       : { allowed, remaining: 0, resetAfter: DENY_ON_ERROR_RETRY_MS, retryAfter: DENY_ON_ERROR_RETRY_MS, delay: 0 },
   )
   return toDecision(key, policies, outcomes, source, error)
+}
+
+function assertAdmittedAt(admittedAt: unknown): void {
+  if (admittedAt !== undefined && (typeof admittedAt !== 'number' || !Number.isFinite(admittedAt))) {
+    throw new ConfigError('admittedAt', admittedAt, 'must be epoch milliseconds from limiter.clock()')
+  }
 }
 
 function keyError(key: unknown): ConfigError {
