@@ -19,7 +19,7 @@ export async function runTrace(
 ): Promise<(readonly Outcome[])[]> {
   let now = start
   const store = makeStore(() => now)
-  const set = parsePolicies(trace.limits)
+  let set = parsePolicies(trace.limits)
   const results: (readonly Outcome[])[] = []
   const { steps } = trace
   try {
@@ -27,7 +27,9 @@ export async function runTrace(
       now += (steps[i] as TraceStep)[0]
       const answers = []
       do {
-        answers.push(ask(store, key, set, (steps[i] as TraceStep)[1], now))
+        const action = (steps[i] as TraceStep)[1]
+        if (typeof action === 'object' && 'plan' in action) set = parsePolicies(action.plan)
+        answers.push(ask(store, key, set, action, now))
         i++
       } while (together && i < steps.length && (steps[i] as TraceStep)[0] === 0)
       results.push(...(await Promise.all(answers)))
@@ -47,6 +49,7 @@ function ask(
   now: number,
 ): Awaitable<readonly Outcome[]> {
   if (action === 'peek') return store.peek(key, set)
+  if (typeof action === 'object' && 'plan' in action) return store.peek(key, set)
   if (typeof action === 'number') return store.consume(key, set, action)
   if ('block' in action) {
     const blocked = store.block(key, set, action.block)

@@ -98,12 +98,6 @@ class Batch {
  * limiters with the same policy share counts and all of one client's keys live in one Cluster slot.
  */
 export class RedisStore implements Store {
-  /**
-   * Named policies whose state the Lua reads against a new limit: the windows' and the log's
-   * counts carry over as they are. The token bucket's and GCRA's Lua do not yet convert a state
-   * written under another limit (core's `storedTokens`, `storedBacklog`), so those are refused.
-   */
-  readonly namedAlgorithms: readonly AlgorithmName[] = Object.freeze(['fixed-window', 'sliding-window', 'sliding-log'])
   readonly prefix: string
   readonly #client: ScriptClient
   readonly #now: (() => number) | undefined

@@ -115,6 +115,7 @@ export const gcraMeter: Meter<Mutable<GcraState> & Kept> = {
  */
 export const refundGcra: Refund<GcraState> = (state, now, policy, cost) => {
   if (state === undefined || state.tat <= now) return state
-  const tat = now + storedBacklog(state, now, policy)
+  const tat =
+    state.limit === undefined || state.limit === policy.limit ? state.tat : now + storedBacklog(state, now, policy)
   return { tat: Math.max(now, tat - (policy.window / policy.limit) * cost), limit: policy.limit }
 }
