@@ -45,48 +45,6 @@ const refund = (units: number, ago?: number): RefundAction =>
  * same outcome, field for field, at every step.
  */
 export const traces: readonly Trace[] = [
-  ...(['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket', 'gcra'] as const).map((algorithm): Trace => {
-    const plan = (limit: number, extra: object = {}): PolicyInput[] => [
-      { name: 'plan', limit, window: 10_000, algorithm, ...extra },
-    ]
-    return {
-      name: `${algorithm}, a named policy across plan changes (up, down, up again)`,
-      limits: plan(10),
-      steps: [
-        [0, 7],
-        [500, 3],
-        [0, 1],
-        [100, { plan: plan(100) }],
-        [0, 50],
-        [300, refund(5, 300)],
-        [0, { penalty: 4 }],
-        [200, { plan: plan(10) }],
-        [0, 1],
-        [3000, 'peek'],
-        [0, { plan: plan(40) }],
-        [0, 2],
-        [4000, 1],
-        [7000, 'peek'],
-      ],
-    }
-  }),
-  ...(['token-bucket', 'gcra'] as const).map(
-    (algorithm): Trace => ({
-      name: `${algorithm}, a named policy whose burst and shaping change`,
-      limits: [{ name: 'api', limit: 10, window: 1000, algorithm, burst: 4 }],
-      steps: [
-        [0, 4],
-        [50, { plan: [{ name: 'api', limit: 10, window: 1000, algorithm, burst: 20, maxDelay: 500 }] }],
-        [0, 18],
-        [0, 3],
-        [30, { plan: [{ name: 'api', limit: 3, window: 1000, algorithm, burst: 2 }] }],
-        [0, 1],
-        [700, 1],
-        [0, refund(1)],
-        [2000, 'peek'],
-      ],
-    }),
-  ),
   {
     name: 'fixed-window across a boundary',
     limits: [{ limit: 5, window: 1000, algorithm: 'fixed-window' }],
@@ -397,4 +355,46 @@ export const traces: readonly Trace[] = [
     ],
     steps: [...times(5, [0, 1]), [0, refund(2)], [0, 1], [250, refund(3)], [0, 3], [0, 1]],
   },
+  ...(['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket', 'gcra'] as const).map((algorithm): Trace => {
+    const plan = (limit: number, extra: object = {}): PolicyInput[] => [
+      { name: 'plan', limit, window: 10_000, algorithm, ...extra },
+    ]
+    return {
+      name: `${algorithm}, a named policy across plan changes (up, down, up again)`,
+      limits: plan(10),
+      steps: [
+        [0, 7],
+        [500, 3],
+        [0, 1],
+        [100, { plan: plan(100) }],
+        [0, 50],
+        [300, refund(5, 300)],
+        [0, { penalty: 4 }],
+        [200, { plan: plan(10) }],
+        [0, 1],
+        [3000, 'peek'],
+        [0, { plan: plan(40) }],
+        [0, 2],
+        [4000, 1],
+        [7000, 'peek'],
+      ],
+    }
+  }),
+  ...(['token-bucket', 'gcra'] as const).map(
+    (algorithm): Trace => ({
+      name: `${algorithm}, a named policy whose burst and shaping change`,
+      limits: [{ name: 'api', limit: 10, window: 1000, algorithm, burst: 4 }],
+      steps: [
+        [0, 4],
+        [50, { plan: [{ name: 'api', limit: 10, window: 1000, algorithm, burst: 20, maxDelay: 500 }] }],
+        [0, 18],
+        [0, 3],
+        [30, { plan: [{ name: 'api', limit: 3, window: 1000, algorithm, burst: 2 }] }],
+        [0, 1],
+        [700, 1],
+        [0, refund(1)],
+        [2000, 'peek'],
+      ],
+    }),
+  ),
 ]
