@@ -40,7 +40,7 @@ describe.skipIf(shared === undefined)('named policies on Redis across a plan cha
     try {
       const doubles = (...values: number[]) => {
         const buffer = Buffer.alloc(8 * values.length)
-        values.forEach((value, i) => buffer.writeDoubleLE(value, 8 * i))
+        for (const [i, value] of values.entries()) buffer.writeDoubleLE(value, 8 * i)
         return buffer
       }
       const store = new RedisStore({ client: connected.client, prefix, now: () => start, deniedCache: false })
