@@ -9,7 +9,7 @@ import {
 } from '@sluice/core'
 import type { Store } from '@sluice/core/store'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { type App, type AppSpec, type Harness, harnesses, type Reply } from './harness.js'
+import { type App, type AppSpec, type Harness, harnesses, type Reply, type Req } from './harness.js'
 
 /** A whole minute, so window arithmetic below is easy to follow. */
 const T0 = 1_800_000_000_000
@@ -793,6 +793,52 @@ const cases: Case[] = [
         expect(decisionOf(over)?.allowed).toBe(false)
         expect(remainingOf(await app.get('/wrong'))).toBe(0)
       })
+    },
+  },
+  {
+    name: 'actualCost settles what the handler spent after the response: the unused part back, an over-spend charged',
+    async run(h) {
+      const limiter = createLimiter({ limits: '100/min', store: clocked().store })
+      // The handler knows its cost only after the work; the estimate up front is 10.
+      const actualCost = (r: Req) => r.local('unitsUsed') as number | undefined
+      const spec = {
+        use: [h.rateLimit({ limiter, cost: 10, actualCost })],
+        routes: [
+          { path: '/cheap', handler: { spend: 3 } },
+          { path: '/dear', handler: { spend: 150 } },
+          { path: '/unknown' },
+        ],
+      }
+      await withApp(h, spec, async (app) => {
+        const cheap = await app.get('/cheap')
+        expect(cheap.status).toBe(200)
+        expect(remainingOf(cheap)).toBe(90)
+        await refunded(limiter, '127.0.0.1', 97)
+        // An unknown cost (undefined) keeps the estimate.
+        expect(remainingOf(await app.get('/unknown'))).toBe(87)
+        await refunded(limiter, '127.0.0.1', 87)
+        // 150 spent on an estimate of 10: charged below zero, so the next request waits.
+        expect((await app.get('/dear')).status).toBe(200)
+        await eventually(async () => !(await limiter.peek('127.0.0.1')).allowed)
+        const next = await app.get('/cheap')
+        expect(next.status).toBe(429)
+        expect(app.handled).toBe(3)
+      })
+    },
+  },
+  {
+    name: 'actualCost rejects a non-function, a skip option beside it, and a store that cannot refund',
+    async run(h) {
+      expect(() => h.rateLimit({ limits: '1/s', actualCost: 5 as never })).toThrow(
+        expect.objectContaining({ field: 'actualCost', value: 5 }),
+      )
+      expect(() => h.rateLimit({ limits: '1/s', actualCost: () => 1, skipSuccessfulRequests: true })).toThrow(
+        expect.objectContaining({ field: 'actualCost' }),
+      )
+      const sketch = createLimiter({ limits: '1/s', store: new SketchStore() })
+      expect(() => h.rateLimit({ limiter: sketch, actualCost: () => 1 })).toThrow(
+        /actualCost needs a store that can refund/,
+      )
     },
   },
   {

@@ -21,6 +21,8 @@ export interface Req {
   header(name: string): string | undefined
   /** The response status as it stands (final once the response is done). */
   status(): number
+  /** What the handler left for the middleware: `res.locals` (Express), `ctx.state` (Koa), `c.var` (Hono). */
+  local(name: string): unknown
 }
 
 /** What a custom onLimited answers, written by each framework its own way. */
@@ -31,7 +33,11 @@ export interface Custom {
   silent?: boolean
 }
 
-type Neutral<O, I> = Omit<O, 'key' | 'skip' | 'cost' | 'message' | 'onLimited' | 'requestWasSuccessful' | 'limiter'> & {
+type Neutral<O, I> = Omit<
+  O,
+  'key' | 'skip' | 'cost' | 'message' | 'onLimited' | 'requestWasSuccessful' | 'actualCost' | 'limiter'
+> & {
+  actualCost?: (r: Req) => number | undefined
   limiter?: Limiter | ((r: Req) => Limiter | Promise<Limiter>)
   key?: (r: Req) => string
   skip?: (r: Req) => boolean
@@ -54,6 +60,8 @@ export type Handler =
   | 'text'
   /** This status with `{ status }` as the body (a login that fails with 401, a 500). */
   | { status: number }
+  /** 200, leaving `unitsUsed` for the middleware (see `Req.local`): the work's cost, known after it. */
+  | { spend: number }
   /** 200 with the decision (or null) under each of these names (requestPropertyName). */
   | { properties: readonly string[] }
   /** Writes "a", signals `entered`, waits for `gate`, writes "b" and ends. */
@@ -120,7 +128,7 @@ function convert<O extends Neutral<object, I>, I, Args extends unknown[], R>(
   reqOf: (...args: Args) => Req,
   custom: (args: Args, out: Custom) => R,
 ) {
-  const { key, skip, cost, message, onLimited, requestWasSuccessful, ...rest } = options
+  const { key, skip, cost, message, onLimited, requestWasSuccessful, actualCost, ...rest } = options
   const { limiter } = options as { limiter?: Limiter | ((r: Req) => Limiter | Promise<Limiter>) }
   return {
     ...rest,
@@ -129,6 +137,10 @@ function convert<O extends Neutral<object, I>, I, Args extends unknown[], R>(
     ...(skip && { skip: (...args: Args) => skip(reqOf(...args)) }),
     ...(requestWasSuccessful && {
       requestWasSuccessful: (...args: Args) => requestWasSuccessful(reqOf(...args)),
+    }),
+    ...(actualCost !== undefined && {
+      // A bad value goes through as it is, for the validation to name it.
+      actualCost: typeof actualCost === 'function' ? (...args: Args) => actualCost(reqOf(...args)) : actualCost,
     }),
     ...(cost !== undefined && {
       cost: typeof cost === 'number' ? cost : (...args: Args) => cost(reqOf(...args)),
@@ -214,6 +226,7 @@ export const expressHarness: Harness = {
           (req: express.Request, res: express.Response) => ({
             header: (n: string) => req.get(n),
             status: () => res.statusCode,
+            local: (n: string) => res.locals[n],
           }),
           ([, res], out) => (out.silent ? undefined : res.status(out.status ?? res.statusCode).json(out.body)),
         ),
@@ -227,6 +240,7 @@ export const expressHarness: Harness = {
           (req: express.Request, res: express.Response) => ({
             header: (n: string) => req.get(n),
             status: () => res.statusCode,
+            local: (n: string) => res.locals[n],
           }),
           ([, res], out) => (out.silent ? undefined : res.status(out.status ?? res.statusCode).json(out.body)),
         ),
@@ -250,6 +264,10 @@ export const expressHarness: Harness = {
         if (handler === 'throw') throw new Error('handler failed')
         if (handler === 'text') return void res.end('handled')
         if ('status' in handler) return void res.status(handler.status).json({ status: handler.status })
+        if ('spend' in handler) {
+          res.locals.unitsUsed = handler.spend
+          return void res.json({ spent: handler.spend })
+        }
         if ('properties' in handler) {
           const bag = req as unknown as Record<string, unknown>
           return void res.json(Object.fromEntries(handler.properties.map((name) => [name, bag[name] ?? null])))
@@ -267,7 +285,11 @@ export const expressHarness: Harness = {
   },
 }
 
-const koaReq = (ctx: KoaContext): Req => ({ header: (n) => ctx.get(n) || undefined, status: () => ctx.status })
+const koaReq = (ctx: KoaContext): Req => ({
+  header: (n) => ctx.get(n) || undefined,
+  status: () => ctx.status,
+  local: (n) => ctx.state[n],
+})
 const koaCustom = ([ctx]: [KoaContext], out: Custom) => {
   if (out.silent) return
   if (out.status) ctx.status = out.status
@@ -321,6 +343,9 @@ export const koaHarness: Harness = {
         } else if ('status' in handler) {
           ctx.status = handler.status
           ctx.body = { status: handler.status }
+        } else if ('spend' in handler) {
+          ctx.state.unitsUsed = handler.spend
+          ctx.body = { spent: handler.spend }
         } else {
           ctx.type = 'text'
           ctx.body = Readable.from(streamed(handler.stream, handler.entered))
@@ -332,7 +357,11 @@ export const koaHarness: Harness = {
   },
 }
 
-const honoReq = (c: HonoContext): Req => ({ header: (n) => c.req.header(n), status: () => c.res.status })
+const honoReq = (c: HonoContext): Req => ({
+  header: (n) => c.req.header(n),
+  status: () => c.res.status,
+  local: (n) => (c.get as (name: string) => unknown)(n),
+})
 const honoCustom = ([c]: [HonoContext], out: Custom) =>
   out.silent ? (undefined as unknown as Response) : c.json(out.body as object, (out.status ?? 429) as 429)
 
@@ -367,6 +396,10 @@ export const honoHarness: Harness = {
         if (handler === 'throw') throw new Error('handler failed')
         if (handler === 'text') return c.text('handled')
         if ('status' in handler) return c.json({ status: handler.status }, handler.status as 401)
+        if ('spend' in handler) {
+          ;(c.set as (name: string, value: unknown) => void)('unitsUsed', handler.spend)
+          return c.json({ spent: handler.spend })
+        }
         if ('properties' in handler) {
           const get = c.get as (name: string) => unknown
           return c.json(Object.fromEntries(handler.properties.map((name) => [name, get(name) ?? null])))

@@ -3,7 +3,9 @@ import type { Awaitable, Outcome, Store } from '@sluice/core/store'
 import type { Trace, TraceStep } from './traces.js'
 
 /** A store under test, reading the trace's clock through `now`. */
-export type StoreFactory = (now: () => number) => Required<Omit<Store, 'algorithms' | 'calendarPeriods'>>
+export type StoreFactory = (
+  now: () => number,
+) => Required<Omit<Store, 'algorithms' | 'calendarPeriods' | 'namedAlgorithms'>>
 
 /**
  * Runs one trace on a fresh store and key; one outcome list per step. With `together`, the steps
@@ -19,7 +21,7 @@ export async function runTrace(
 ): Promise<(readonly Outcome[])[]> {
   let now = start
   const store = makeStore(() => now)
-  const set = parsePolicies(trace.limits)
+  let set = parsePolicies(trace.limits)
   const results: (readonly Outcome[])[] = []
   const { steps } = trace
   try {
@@ -27,7 +29,9 @@ export async function runTrace(
       now += (steps[i] as TraceStep)[0]
       const answers = []
       do {
-        answers.push(ask(store, key, set, (steps[i] as TraceStep)[1], now))
+        const action = (steps[i] as TraceStep)[1]
+        if (typeof action === 'object' && 'plan' in action) set = parsePolicies(action.plan)
+        answers.push(ask(store, key, set, action, now))
         i++
       } while (together && i < steps.length && (steps[i] as TraceStep)[0] === 0)
       results.push(...(await Promise.all(answers)))
@@ -40,13 +44,14 @@ export async function runTrace(
 
 /** One step's outcomes; a refund is sent, then a peek shows its effect (sent in that order). */
 function ask(
-  store: Required<Omit<Store, 'algorithms' | 'calendarPeriods'>>,
+  store: Required<Omit<Store, 'algorithms' | 'calendarPeriods' | 'namedAlgorithms'>>,
   key: string,
   set: PolicySet,
   action: TraceStep[1],
   now: number,
 ): Awaitable<readonly Outcome[]> {
   if (action === 'peek') return store.peek(key, set)
+  if (typeof action === 'object' && 'plan' in action) return store.peek(key, set)
   if (typeof action === 'number') return store.consume(key, set, action)
   if ('block' in action) {
     const blocked = store.block(key, set, action.block)

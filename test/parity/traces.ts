@@ -16,8 +16,16 @@ export interface BlockAction {
   readonly block: number
 }
 
-/** Advance the clock by `advance` ms, then consume `cost` units, peek, refund, take a penalty or block. */
-export type TraceStep = readonly [advance: number, action: number | 'peek' | RefundAction | PenaltyAction | BlockAction]
+/** Go on with these limits (a plan change: named policies keep their state), then peek under them. */
+export interface PlanAction {
+  readonly plan: readonly PolicyInput[]
+}
+
+/** Advance the clock by `advance` ms, then consume `cost` units, peek, refund, take a penalty, block or change plan. */
+export type TraceStep = readonly [
+  advance: number,
+  action: number | 'peek' | RefundAction | PenaltyAction | BlockAction | PlanAction,
+]
 
 export interface Trace {
   readonly name: string
@@ -347,4 +355,46 @@ export const traces: readonly Trace[] = [
     ],
     steps: [...times(5, [0, 1]), [0, refund(2)], [0, 1], [250, refund(3)], [0, 3], [0, 1]],
   },
+  ...(['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket', 'gcra'] as const).map((algorithm): Trace => {
+    const plan = (limit: number, extra: object = {}): PolicyInput[] => [
+      { name: 'plan', limit, window: 10_000, algorithm, ...extra },
+    ]
+    return {
+      name: `${algorithm}, a named policy across plan changes (up, down, up again)`,
+      limits: plan(10),
+      steps: [
+        [0, 7],
+        [500, 3],
+        [0, 1],
+        [100, { plan: plan(100) }],
+        [0, 50],
+        [300, refund(5, 300)],
+        [0, { penalty: 4 }],
+        [200, { plan: plan(10) }],
+        [0, 1],
+        [3000, 'peek'],
+        [0, { plan: plan(40) }],
+        [0, 2],
+        [4000, 1],
+        [7000, 'peek'],
+      ],
+    }
+  }),
+  ...(['token-bucket', 'gcra'] as const).map(
+    (algorithm): Trace => ({
+      name: `${algorithm}, a named policy whose burst and shaping change`,
+      limits: [{ name: 'api', limit: 10, window: 1000, algorithm, burst: 4 }],
+      steps: [
+        [0, 4],
+        [50, { plan: [{ name: 'api', limit: 10, window: 1000, algorithm, burst: 20, maxDelay: 500 }] }],
+        [0, 18],
+        [0, 3],
+        [30, { plan: [{ name: 'api', limit: 3, window: 1000, algorithm, burst: 2 }] }],
+        [0, 1],
+        [700, 1],
+        [0, refund(1)],
+        [2000, 'peek'],
+      ],
+    }),
+  ),
 ]

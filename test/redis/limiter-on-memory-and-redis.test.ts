@@ -29,6 +29,22 @@ describe.skipIf(shared === undefined)('the limiter behaves alike on MemoryStore 
   ]
 
   for (const [name, make] of stores) {
+    it(`${name}: settle gives back an under-spend and charges an over-spend below zero`, async () => {
+      let now = start
+      const limiter = createLimiter({
+        limits: { limit: 100, window: 100_000, algorithm: 'gcra' },
+        store: make(() => now),
+      })
+      const key = `settle-${name}`
+      await limiter.consume(key, { cost: 10 })
+      expect((await limiter.settle(key, { reserved: 10, actual: 4, admittedAt: limiter.clock() })).remaining).toBe(96)
+      await limiter.consume(key, { cost: 10 })
+      const over = await limiter.settle(key, { reserved: 10, actual: 150 })
+      expect(over).toMatchObject({ allowed: false, remaining: 0, retryAfter: 55_000 })
+      now = start + 55_000
+      expect((await limiter.consume(key)).allowed).toBe(true)
+    })
+
     it(`${name}: a late refund leaves the next fixed window alone`, async () => {
       let now = start
       const limiter = createLimiter({

@@ -1,6 +1,6 @@
 // DurableObjectStore in Node, on a namespace of RateLimiterObjects over in-memory storage: the
 // routing, the clock it sends and what it does with an error. The workerd tests run it for real.
-import { ConfigError, parsePolicies } from '@sluice/core'
+import { ALGORITHMS, ConfigError, createLimiter, parsePolicies } from '@sluice/core'
 import { describe, expect, it } from 'vitest'
 import { FakeStorage } from './fake-storage.test-util.js'
 import { RateLimiterObject } from './object.js'
@@ -89,3 +89,18 @@ describe('DurableObjectStore', () => {
     )
   })
 })
+
+describe.each(ALGORITHMS)(
+  'DurableObjectStore, %s: a named policy keeps its usage across a plan change',
+  (algorithm) => {
+    it('an upgrade after 100 of 100 used leaves 900, through the object and its storage', async () => {
+      const store = new DurableObjectStore({ namespace: namespace(), now: () => 20_000 * 86_400_000 + 1000 })
+      const free = createLimiter({ limits: { name: 'plan', limit: 100, window: '1d', algorithm }, store })
+      const pro = createLimiter({ limits: { name: 'plan', limit: 1000, window: '1d', algorithm }, store })
+      expect((await free.consume('user', { cost: 100 })).allowed).toBe(true)
+      expect((await pro.peek('user')).remaining).toBe(900)
+      expect((await pro.consume('user', { cost: 900 })).allowed).toBe(true)
+      expect(await free.consume('user')).toMatchObject({ allowed: false, remaining: 0 })
+    })
+  },
+)

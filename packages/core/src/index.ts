@@ -21,7 +21,7 @@ export { THROTTLING_MODE } from './http/admission.js'
 export { ClientAddressError, ipKey } from './http/client-ip.js'
 export { QUOTA_EXCEEDED, STORE_UNAVAILABLE, TEMPORARY_REDUCED_CAPACITY } from './http/problem.js'
 export type { RequestKey } from './http/request-key.js'
-export type { ConsumeOptions, Limiter, LimiterOptions, RefundOptions } from './limiter.js'
+export type { ConsumeOptions, Limiter, LimiterOptions, RefundOptions, SettleOptions } from './limiter.js'
 export { createLimiter } from './limiter.js'
 export type {
   BreakerCloseEvent,

@@ -11,6 +11,7 @@ import { containObserve, describeError, type Observe } from './observe.js'
 import {
   type CheckedLimits,
   capacityOf,
+  isNamed,
   type Policy,
   type PolicyInput,
   type PolicySet,
@@ -82,6 +83,16 @@ export interface RefundOptions {
   admittedAt?: number
 }
 
+/** Options of `limiter.settle`: what a request reserved, and what its work turned out to cost. */
+export interface SettleOptions {
+  /** Units the request's `consume` took: the estimate it was admitted on. */
+  reserved: number
+  /** Units the work cost, known after it (tokens an LLM call used); 0 or more. */
+  actual: number
+  /** When that `consume` was admitted: `limiter.clock()` read then (see `RefundOptions.admittedAt`). */
+  admittedAt?: number
+}
+
 /** Decides requests by key against a set of policies, on one store. Made by `createLimiter`. */
 export interface Limiter {
   readonly policies: readonly Policy[]
@@ -115,6 +126,14 @@ export interface Limiter {
    * stores) rejects with a ConfigError.
    */
   penalty(key: string, options?: { cost?: number }): Promise<Decision>
+  /**
+   * Settles a request whose cost is known only after its work: gives back `reserved - actual`
+   * by `refund` (with `admittedAt`, into the window the request was admitted in, never a later
+   * one), or charges `actual - reserved` by `penalty`, now, whatever the limits, so an over-spend
+   * takes the key below zero and the next requests wait until it has drained. Resolves with a
+   * peek after it. Rejects as `refund` and `penalty` do.
+   */
+  settle(key: string, options: SettleOptions): Promise<Decision>
   /**
    * Blocks the key for `duration` (ms or a duration string) in every policy with `blockFor`, as
    * that policy's own denial would (rate-limiter-flexible's `block`); `reset` lifts it. Resolves
@@ -348,9 +367,7 @@ export function createLimiter<const L extends LimiterOptions['limits'] = Limiter
         )
       }
       const { admittedAt } = refundOptions ?? {}
-      if (admittedAt !== undefined && (typeof admittedAt !== 'number' || !Number.isFinite(admittedAt))) {
-        throw new ConfigError('admittedAt', admittedAt, 'must be epoch milliseconds from limiter.clock()')
-      }
+      assertAdmittedAt(admittedAt)
       await settle(store.refund(stored(key), setFor(key, admittedAt), cost as number, admittedAt), deadlines)
     },
     async penalty(key, penaltyOptions) {
@@ -363,6 +380,27 @@ export function createLimiter<const L extends LimiterOptions['limits'] = Limiter
         throw new ConfigError('store', store, 'cannot take a penalty: use a MemoryStore or RedisStore')
       }
       await settle(store.penalize(stored(key), setFor(key), cost), deadlines)
+      return run(key, PEEK)
+    },
+    async settle(key, settleOptions) {
+      if (typeof key !== 'string') throw keyError(key)
+      if (settleOptions === null || typeof settleOptions !== 'object') {
+        throw new ConfigError('options', settleOptions, 'must be an object { reserved, actual, admittedAt? }')
+      }
+      const { reserved, actual, admittedAt } = settleOptions
+      if (costError(reserved) !== undefined) {
+        throw new ConfigError(
+          'reserved',
+          reserved,
+          `must be the cost its consume took, a whole number from 1 to ${maxCost}`,
+        )
+      }
+      if (typeof actual !== 'number' || !Number.isSafeInteger(actual) || actual < 0) {
+        throw new ConfigError('actual', actual, 'must be a whole number of units, 0 or more')
+      }
+      assertAdmittedAt(admittedAt)
+      if (actual < reserved) await limiter.refund(key, { cost: reserved - actual, admittedAt })
+      else if (actual > reserved) return limiter.penalty(key, { cost: actual - reserved })
       return run(key, PEEK)
     },
     async block(key, duration) {
@@ -482,27 +520,45 @@ function failed(
   return toDecision(key, policies, outcomes, source, error)
 }
 
+function assertAdmittedAt(admittedAt: unknown): void {
+  if (admittedAt !== undefined && (typeof admittedAt !== 'number' || !Number.isFinite(admittedAt))) {
+    throw new ConfigError('admittedAt', admittedAt, 'must be epoch milliseconds from limiter.clock()')
+  }
+}
+
 function keyError(key: unknown): ConfigError {
   return new ConfigError('key', key, 'must be a string')
 }
 
-/** A ConfigError naming the first policy whose algorithm or calendar period the store says it cannot serve. */
+/**
+ * A ConfigError naming the first policy whose algorithm or calendar period the store says it
+ * cannot serve, or whose name it cannot keep across a change of limit.
+ */
 function assertServes(store: Store, set: PolicySet): void {
-  const served = store.algorithms
+  const { algorithms: served, namedAlgorithms: named } = store
+  const storeName = store.constructor?.name ?? 'this store'
   for (const [i, policy] of set.policies.entries()) {
     if (policy.calendar !== undefined && store.calendarPeriods !== true) {
       throw new ConfigError(
         `limits[${i}].period`,
         policy.calendar.period,
-        `is not served by ${store.constructor?.name ?? 'this store'}: a calendar period needs a store whose fixed windows start where the period does (calendarPeriods: MemoryStore, RedisStore, DurableObjectStore); policy "${policy.name}"`,
+        `is not served by ${storeName}: a calendar period needs a store whose fixed windows start where the period does (calendarPeriods: MemoryStore, RedisStore); policy "${policy.name}"`,
       )
     }
-    if (served === undefined) continue
-    if (!served.includes(policy.algorithm)) {
+    if (served !== undefined && !served.includes(policy.algorithm)) {
       throw new ConfigError(
         `limits[${i}].algorithm`,
         policy.algorithm,
-        `is not served by ${store.constructor?.name ?? 'this store'} (it serves ${served.join(', ')}); policy "${policy.name}"`,
+        `is not served by ${storeName} (it serves ${served.join(', ')}); policy "${policy.name}"`,
+      )
+    }
+    if (named !== undefined && isNamed(policy) && !named.includes(policy.algorithm)) {
+      throw new ConfigError(
+        `limits[${i}].name`,
+        policy.name,
+        `cannot be kept across limit changes by ${storeName} for ${policy.algorithm} (it keeps named ${
+          named.length === 0 ? 'policies of no algorithm' : named.join(', ')
+        }); remove the name or use another store`,
       )
     }
   }

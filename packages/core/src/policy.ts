@@ -63,7 +63,12 @@ export interface PolicyOptions {
    * Default 0: no block.
    */
   blockFor?: number | string
-  /** Shown in headers and decisions. Default e.g. `"100-per-1m"`. */
+  /**
+   * Shown in headers and decisions. Default e.g. `"100-per-1m"`. A policy given a name keeps its
+   * stored state under that name (with its window, algorithm and precision), not under its limit:
+   * a plan change from `100/day` to `1000/day` then reads the same usage against the new limit
+   * (docs/plan-changes-and-settle.md).
+   */
   name?: string
 }
 
@@ -109,7 +114,11 @@ export interface Policy {
   readonly maxDelay: number
   /** Milliseconds a key stays denied once this policy denied it; 0 for none. */
   readonly blockFor: number
-  /** Identifies the policy's stored state: two policies with the same id share counts. */
+  /**
+   * Identifies the policy's stored state: two policies with the same id share counts. A named
+   * policy's id is its name, window, algorithm and precision (its limit may change under it);
+   * an unnamed one's is every number that shapes its state.
+   */
   readonly id: string
   /**
    * fixed-window: where windows start, in ms after a multiple of `window` since the epoch (0 for
@@ -276,7 +285,7 @@ function buildPolicy(options: Record<string, unknown>, field: string): Policy {
     options.name !== undefined
       ? options.name
       : `${limit}-per-${calendar === undefined ? formatDuration(window) : calendar.period}`
-  if (typeof name !== 'string' || !/^[A-Za-z0-9_.:*-]+$/.test(name)) {
+  if (typeof name !== 'string' || !NAME_PATTERN.test(name)) {
     throw new ConfigError(`${field}.name`, name, 'must be a non-empty string of letters, digits and _ . : * -')
   }
   return Object.freeze({
@@ -288,13 +297,31 @@ function buildPolicy(options: Record<string, unknown>, field: string): Policy {
     precision,
     maxDelay,
     blockFor,
-    id:
-      calendar === undefined
-        ? blockId(policyId(algo, limit, window, burst, precision, maxDelay), blockFor)
-        : blockId(policyId(algo, limit, calendar.id), blockFor),
+    id: blockId(
+      options.name === undefined
+        ? calendar === undefined
+          ? policyId(algo, limit, window, burst, precision, maxDelay)
+          : policyId(algo, limit, calendar.id)
+        : namedId(name, algo, calendar === undefined ? window : calendar.id, precision),
+      blockFor,
+    ),
     offset: 0,
     calendar,
   })
+}
+
+const NAME_PATTERN = /^[A-Za-z0-9_.:*-]+$/
+/** Marks a named policy's id; no name can hold it (see NAME_PATTERN), so no unnamed id can clash. */
+const NAMED_ID_MARK = '@'
+
+/** The id of a policy stored under its name: what shapes its state, but not its limit or burst. */
+function namedId(name: string, algorithm: AlgorithmName, window: number | string, precision: number): string {
+  return `${NAMED_ID_MARK}${name}:${policyId(algorithm, window, precision)}`
+}
+
+/** Whether the policy keeps its state under its name (so its limit may change under that state). */
+export function isNamed(policy: Policy): boolean {
+  return policy.id.startsWith(NAMED_ID_MARK)
 }
 
 /**
@@ -355,7 +382,9 @@ export function capacityOf(policy: Policy): number {
 /** The policy with `maxDelay` as its shaping budget, for limiters that set one for all. */
 export function withMaxDelay(policy: Policy, maxDelay: number): Policy {
   const { algorithm, limit, window, burst, precision } = policy
-  const id = blockId(policyId(algorithm, limit, window, burst, precision, maxDelay), policy.blockFor)
+  const id = isNamed(policy)
+    ? policy.id
+    : blockId(policyId(algorithm, limit, window, burst, precision, maxDelay), policy.blockFor)
   return Object.freeze({ ...policy, maxDelay, id })
 }
 

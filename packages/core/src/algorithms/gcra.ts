@@ -15,6 +15,12 @@ import {
 /** The theoretical arrival time: when the key's schedule would be back to empty. */
 export interface GcraState {
   readonly tat: number
+  /**
+   * The limit the TAT was scheduled at (T = window/limit per unit). A named policy's limit may
+   * change under its state (a plan change): the backlog is then read at the new T so that the
+   * units used stay used (see `backlogOf`). Absent in states written before it was kept.
+   */
+  readonly limit?: number
 }
 
 /**
@@ -26,7 +32,7 @@ export interface GcraState {
 export const gcra: Transition<GcraState> = (state, now, policy, cost) => {
   const outcome = decideGcra(state, now, policy, cost)
   if (!outcome.allowed || (cost === 0 && state !== undefined)) return { state: state as GcraState, outcome }
-  return { state: { tat: tatAfter(state, now, policy, cost) }, outcome }
+  return { state: { tat: tatAfter(state, now, policy, cost), limit: policy.limit }, outcome }
 }
 
 /** The TAT after admitting `cost`. */
@@ -40,10 +46,23 @@ function tatAfter(state: GcraState | undefined, now: number, policy: Policy, cos
  * from a clock that stepped back, or a glitch forward, and reads as none: such a step costs at
  * most about a window.
  */
-function backlogOf(state: GcraState | undefined, now: number, { limit, window, burst, maxDelay }: Policy): number {
+function backlogOf(state: GcraState | undefined, now: number, policy: Policy): number {
   if (state === undefined) return 0
-  const backlog = state.tat - now
+  const { limit, window, burst, maxDelay } = policy
+  const backlog = storedBacklog(state, now, policy)
   return backlog > (window / limit) * burst + maxDelay + window + 1 ? 0 : Math.max(0, backlog)
+}
+
+/**
+ * How far the TAT lies after now, read at the policy's T: a TAT scheduled at another limit (its
+ * named policy's plan changed) keeps its units, so an upgrade from 100 to 1000 after 100 used
+ * leaves 900; a downgrade leaves none, never a backlog beyond tolerance + maxDelay it did not have.
+ */
+export function storedBacklog(state: GcraState, now: number, { limit, window, burst, maxDelay }: Policy): number {
+  const backlog = state.tat - now
+  if (state.limit === undefined || state.limit === limit || backlog <= 0) return backlog
+  const scaled = (backlog * state.limit) / limit
+  return Math.min(scaled, Math.max(backlog, (window / limit) * burst + maxDelay))
 }
 
 /** GCRA's outcome (see `gcra`), changing nothing. */
@@ -76,12 +95,18 @@ export const gcraMeter: Meter<Mutable<GcraState> & Kept> = {
   take(live, now, policy, cost, spare) {
     const tat = tatAfter(live, now, policy, cost)
     const state = live ?? spare
-    if (state === undefined) return { tat, expiry: 0, protectedUntil: 0 }
+    if (state === undefined) return { tat, limit: policy.limit, expiry: 0, protectedUntil: 0 }
     state.tat = tat
+    state.limit = policy.limit
     return state
   },
   toState: (state) => state,
-  fromState: (state) => ({ tat: (state as GcraState).tat, expiry: 0, protectedUntil: 0 }),
+  fromState: (state) => ({
+    tat: (state as GcraState).tat,
+    limit: (state as GcraState).limit,
+    expiry: 0,
+    protectedUntil: 0,
+  }),
 }
 
 /**
@@ -90,5 +115,7 @@ export const gcraMeter: Meter<Mutable<GcraState> & Kept> = {
  */
 export const refundGcra: Refund<GcraState> = (state, now, policy, cost) => {
   if (state === undefined || state.tat <= now) return state
-  return { tat: Math.max(now, state.tat - (policy.window / policy.limit) * cost) }
+  const tat =
+    state.limit === undefined || state.limit === policy.limit ? state.tat : now + storedBacklog(state, now, policy)
+  return { tat: Math.max(now, tat - (policy.window / policy.limit) * cost), limit: policy.limit }
 }

@@ -1,10 +1,10 @@
 import type { Policy } from '../policy.js'
 import type { BlockState } from './block.js'
 import { type FixedWindowState, windowStart } from './fixed-window.js'
-import type { GcraState } from './gcra.js'
+import { type GcraState, storedBacklog } from './gcra.js'
 import { appended, type SlidingLogState } from './sliding-log.js'
 import type { SlidingWindowState } from './sliding-window.js'
-import type { TokenBucketState } from './token-bucket.js'
+import { storedTokens, type TokenBucketState } from './token-bucket.js'
 
 /**
  * Takes `cost` units whatever the limit says (rate-limiter-flexible's `penalty`): the state a
@@ -34,21 +34,23 @@ export const penalizeSlidingWindow: Penalty<SlidingWindowState> = (state, now, {
 export const penalizeSlidingLog: Penalty<SlidingLogState> = (state, now, { window }, cost) =>
   appended(state, now, window, cost)
 
-export const penalizeTokenBucket: Penalty<TokenBucketState> = (state, now, { limit, window, burst }, cost) => {
+export const penalizeTokenBucket: Penalty<TokenBucketState> = (state, now, policy, cost) => {
+  const { limit, window, burst } = policy
   const capacity = burst * window
   const elapsed = state === undefined ? 0 : Math.max(0, now - state.updated)
-  const tokens = state === undefined ? capacity : Math.min(capacity, state.tokens + elapsed * limit)
-  return { tokens: tokens - cost * window, updated: now }
+  const tokens = state === undefined ? capacity : Math.min(capacity, storedTokens(state, policy) + elapsed * limit)
+  return { tokens: tokens - cost * window, updated: now, burst }
 }
 
 /**
  * The TAT goes on by T per unit, up to a window beyond tolerance + maxDelay: the furthest a TAT
  * is read as one (see gcra), so a penalty keeps a key denied for at most about a window more.
  */
-export const penalizeGcra: Penalty<GcraState> = (state, now, { limit, window, burst, maxDelay }, cost) => {
+export const penalizeGcra: Penalty<GcraState> = (state, now, policy, cost) => {
+  const { limit, window, burst, maxDelay } = policy
   const interval = window / limit
-  const backlog = state === undefined ? 0 : Math.max(0, state.tat - now)
-  return { tat: now + Math.min(backlog + interval * cost, interval * burst + maxDelay + window) }
+  const backlog = state === undefined ? 0 : Math.max(0, storedBacklog(state, now, policy))
+  return { tat: now + Math.min(backlog + interval * cost, interval * burst + maxDelay + window), limit }
 }
 
 /** A blocking policy's penalty goes to the algorithm's state; a block stays. */

@@ -9,6 +9,12 @@ import { admitted, ceilMs, denied, type Mutable, type Outcome, type Refund, type
 export interface TokenBucketState {
   readonly tokens: number
   readonly updated: number
+  /**
+   * The burst the tokens were counted against. A named policy's limit may change under its state
+   * (a plan change): the tokens are then read against the new burst so that the units used stay
+   * used (see `storedTokens`). Absent in states written before it was kept: the policy's burst.
+   */
+  readonly burst?: number
 }
 
 /**
@@ -19,7 +25,21 @@ export interface TokenBucketState {
 export const tokenBucket: Transition<TokenBucketState> = (state, now, policy, cost) => {
   const outcome = decideTokenBucket(state, now, policy, cost)
   if (!outcome.allowed || (cost === 0 && state !== undefined)) return { state: state as TokenBucketState, outcome }
-  return { state: { tokens: tokensAt(state, now, policy) - cost * policy.window, updated: now }, outcome }
+  return {
+    state: { tokens: tokensAt(state, now, policy) - cost * policy.window, updated: now, burst: policy.burst },
+    outcome,
+  }
+}
+
+/**
+ * The stored tokens read against the policy's burst: a bucket counted against another burst
+ * (its named policy's plan changed) keeps the units it had used, so an upgrade from 100 to 1000
+ * after 100 used leaves 900; a downgrade leaves none, never a debt deeper than the bucket had.
+ */
+export function storedTokens(state: TokenBucketState, { window, burst }: Policy): number {
+  if (state.burst === undefined || state.burst === burst) return state.tokens
+  const used = state.burst * window - state.tokens
+  return Math.max(burst * window - used, Math.min(0, state.tokens))
 }
 
 /**
@@ -27,10 +47,11 @@ export const tokenBucket: Transition<TokenBucketState> = (state, now, policy, co
  * comes from a clock that stepped back (or a glitch forward) and reads as full, so the step
  * costs no more than a window; within a window it refills from its update on.
  */
-function tokensAt(state: TokenBucketState | undefined, now: number, { limit, window, burst }: Policy): number {
+function tokensAt(state: TokenBucketState | undefined, now: number, policy: Policy): number {
+  const { limit, window, burst } = policy
   const capacity = burst * window
   if (state === undefined || state.updated - now > window) return capacity
-  return Math.min(capacity, state.tokens + Math.max(0, now - state.updated) * limit)
+  return Math.min(capacity, storedTokens(state, policy) + Math.max(0, now - state.updated) * limit)
 }
 
 /** The token bucket's outcome (see `tokenBucket`), changing nothing. */
@@ -60,15 +81,17 @@ export const tokenBucketMeter: Meter<Mutable<TokenBucketState> & Kept> = {
   take(live, now, policy, cost, spare) {
     const tokens = tokensAt(live, now, policy) - cost * policy.window
     const state = live ?? spare
-    if (state === undefined) return { tokens, updated: now, expiry: 0, protectedUntil: 0 }
+    if (state === undefined) return { tokens, updated: now, burst: policy.burst, expiry: 0, protectedUntil: 0 }
     state.tokens = tokens
     state.updated = now
+    state.burst = policy.burst
     return state
   },
   toState: (state) => state,
   fromState: (state) => ({
     tokens: (state as TokenBucketState).tokens,
     updated: (state as TokenBucketState).updated,
+    burst: (state as TokenBucketState).burst,
     expiry: 0,
     protectedUntil: 0,
   }),
@@ -82,7 +105,7 @@ export const refundTokenBucket: Refund<TokenBucketState> = (state, now, policy, 
   if (state === undefined) return state
   const { limit, window, burst } = policy
   const capacity = burst * window
-  const tokens = Math.min(capacity, state.tokens + Math.max(0, now - state.updated) * limit)
+  const tokens = Math.min(capacity, storedTokens(state, policy) + Math.max(0, now - state.updated) * limit)
   if (tokens === capacity) return state
-  return { tokens: Math.min(capacity, tokens + cost * window), updated: now }
+  return { tokens: Math.min(capacity, tokens + cost * window), updated: now, burst }
 }

@@ -50,6 +50,13 @@ export interface RateLimitOptions<A extends unknown[], R = unknown>
   /** Whether a completed response succeeded. Default: its status is below 400. */
   requestWasSuccessful?: (...args: A) => Awaitable<boolean>
   /**
+   * What the request really cost, read once its response is done (from a header, `res.locals`
+   * or `c.var` the handler set): the difference from `cost` is settled for you
+   * (`limiter.settle`), given back into the window the request was admitted in or charged
+   * below zero. Return undefined to keep the reserved cost.
+   */
+  actualCost?: (...args: A) => Awaitable<number | undefined>
+  /**
    * Where the decision is exposed: `req[name]` (Express), `ctx.state[name]` (Koa),
    * `c.get(name)` (Hono). Default `'rateLimit'`; give stacked limiters their own names so one
    * does not overwrite the other's (express-rate-limit's option of the same name).
@@ -62,7 +69,7 @@ export interface RateLimitOptions<A extends unknown[], R = unknown>
   storeErrorStatusCode?: number
 }
 
-const SETTLE_OPTIONS = ['skipSuccessfulRequests', 'skipFailedRequests', 'requestWasSuccessful']
+const SETTLE_OPTIONS = ['skipSuccessfulRequests', 'skipFailedRequests', 'requestWasSuccessful', 'actualCost']
 /** Hints only rateLimit() gives: it can pick a limiter per request. */
 const RATE_LIMIT_HINTS = {
   limit: "set the limit in limits, e.g. limits: ['100/15min']; for limits per request, limiter: (request) => a limiter",
@@ -330,19 +337,27 @@ function costOf<A extends unknown[]>(
 }
 
 /** Which outcome gives a request's cost back: a response that succeeded, or one that failed. */
-interface RefundRule<A extends unknown[]> {
-  /** The option that asked for refunds, for messages. */
-  readonly field: 'skipSuccessfulRequests' | 'skipFailedRequests'
-  readonly refundSucceeded: boolean
-  readonly succeeded: (...args: A) => Awaitable<boolean>
+/** What becomes of an admitted request's cost once its response is done (see `settlerOf`). */
+interface AfterResponse<A extends unknown[]> {
+  /** The option that asked for it, for messages. */
+  readonly field: 'skipSuccessfulRequests' | 'skipFailedRequests' | 'actualCost'
+  /** Settles `reserved` units with the limiter; `completed` false when the response never completed. */
+  readonly settle: (
+    limiter: Limiter,
+    key: string,
+    reserved: number,
+    admittedAt: number | undefined,
+    completed: boolean,
+    args: A,
+  ) => void
 }
 
 function refundRuleOf<A extends unknown[]>(
   options: RateLimitOptions<A, unknown>,
   limiter: Limiter | undefined,
   adapter: Adapter<A>,
-): RefundRule<A> | undefined {
-  const { skipSuccessfulRequests = false, skipFailedRequests = false, requestWasSuccessful } = options
+): AfterResponse<A> | undefined {
+  const { skipSuccessfulRequests = false, skipFailedRequests = false, requestWasSuccessful, actualCost } = options
   if (typeof skipSuccessfulRequests !== 'boolean') {
     throw new ConfigError('skipSuccessfulRequests', skipSuccessfulRequests, 'must be true or false')
   }
@@ -352,6 +367,8 @@ function refundRuleOf<A extends unknown[]>(
   if (requestWasSuccessful !== undefined && typeof requestWasSuccessful !== 'function') {
     throw new ConfigError('requestWasSuccessful', requestWasSuccessful, 'must be a function of the request')
   }
+  if (actualCost !== undefined)
+    return actualCostRuleOf(actualCost, skipSuccessfulRequests || skipFailedRequests, limiter)
   if (!skipSuccessfulRequests && !skipFailedRequests) {
     if (requestWasSuccessful !== undefined) {
       throw new ConfigError(
@@ -370,46 +387,97 @@ function refundRuleOf<A extends unknown[]>(
   if (limiter !== undefined && !limiter.canRefund) {
     throw new ConfigError(field, true, "needs a store that can refund (MemoryStore, RedisStore); the limiter's cannot")
   }
+  const succeeded = requestWasSuccessful ?? ((...args: A) => adapter.status(...args) < 400)
   return {
     field,
-    refundSucceeded: skipSuccessfulRequests,
-    succeeded: requestWasSuccessful ?? ((...args: A) => adapter.status(...args) < 400),
+    settle(limiter, key, cost, admittedAt, completed, args) {
+      const refundIf = (success: boolean): void => {
+        if (success === skipSuccessfulRequests) limiter.refund(key, { cost, admittedAt }).catch(ignore)
+      }
+      if (!completed) {
+        refundIf(false)
+        return
+      }
+      let verdict: Awaitable<boolean>
+      try {
+        verdict = succeeded(...args)
+      } catch {
+        return
+      }
+      if (isThenable(verdict)) verdict.then((value) => refundIf(value === true), ignore)
+      else refundIf(verdict === true)
+    },
   }
 }
 
 /**
- * The once-only `settle` of one admitted request. A refund that fails (the store is down, a
- * timeout, requestWasSuccessful threw) is dropped: the request keeps counting, which errs on
- * the side of limiting, and nothing is left to reject unhandled.
+ * `actualCost`: once the response is done (or never completed: work may have been spent all the
+ * same), its units are settled against the cost the request was admitted on (`limiter.settle`).
+ * A function that returns undefined, or throws, or returns what is no cost, leaves the
+ * reservation as it stands: the response has gone, so there is nobody left to tell but the log.
  */
+function actualCostRuleOf<A extends unknown[]>(
+  actualCost: unknown,
+  withSkip: boolean,
+  limiter: Limiter | undefined,
+): AfterResponse<A> {
+  if (typeof actualCost !== 'function') {
+    throw new ConfigError('actualCost', actualCost, 'must be a function of the request and response that returns units')
+  }
+  if (withSkip) {
+    throw new ConfigError(
+      'actualCost',
+      actualCost,
+      'cannot be used with skipSuccessfulRequests or skipFailedRequests: return 0 from it to give a request back',
+    )
+  }
+  if (limiter !== undefined && !limiter.canRefund) {
+    throw new ConfigError(
+      'actualCost',
+      actualCost,
+      "needs a store that can refund (MemoryStore, RedisStore); the limiter's cannot",
+    )
+  }
+  const read = actualCost as (...args: A) => Awaitable<number | undefined>
+  return {
+    field: 'actualCost',
+    settle(limiter, key, reserved, admittedAt, _completed, args) {
+      const settleWith = (actual: number | undefined): void => {
+        if (actual === undefined) return
+        limiter.settle(key, { reserved, actual, admittedAt }).catch((error: unknown) => {
+          console.error(`sluice: actualCost returned ${String(actual)}, which cannot be settled:`, error)
+        })
+      }
+      let actual: Awaitable<number | undefined>
+      try {
+        actual = read(...args)
+      } catch (error) {
+        console.error('sluice: actualCost threw; the reserved cost stands:', error)
+        return
+      }
+      if (isThenable(actual)) {
+        actual.then(settleWith, (error: unknown) =>
+          console.error('sluice: actualCost rejected; the reserved cost stands:', error),
+        )
+      } else settleWith(actual)
+    },
+  }
+}
+
 function settlerOf<A extends unknown[]>(
   limiter: Limiter,
   key: string,
   cost: number,
-  rule: RefundRule<A>,
+  rule: AfterResponse<A>,
   args: A,
 ): (completed: boolean) => void {
   let settled = false
   // Read now, when the decision has just come: the refund then never reaches into a later window.
   const admittedAt = typeof limiter.clock === 'function' ? limiter.clock() : undefined
-  const refundIf = (succeeded: boolean): void => {
-    if (succeeded === rule.refundSucceeded) limiter.refund(key, { cost, admittedAt }).catch(ignore)
-  }
   return (completed) => {
     if (settled) return
     settled = true
-    if (!completed) {
-      refundIf(false)
-      return
-    }
-    let verdict: Awaitable<boolean>
-    try {
-      verdict = rule.succeeded(...args)
-    } catch {
-      return
-    }
-    if (isThenable(verdict)) verdict.then((value) => refundIf(value === true), ignore)
-    else refundIf(verdict === true)
+    rule.settle(limiter, key, cost, admittedAt, completed, args)
   }
 }
 

@@ -51,6 +51,13 @@ export interface Store {
    * so it serves calendar periods; `createLimiter` rejects a `period` on a store without it.
    */
   readonly calendarPeriods?: boolean
+  /**
+   * The algorithms whose named policies this store keeps across a change of limit (their usage
+   * read against the new limit; see `PolicyOptions.name`); absent means all, as in a store that
+   * runs the transitions. `createLimiter` rejects a named policy of any other algorithm (a
+   * `ConfigError`), so a plan change never silently resets usage.
+   */
+  readonly namedAlgorithms?: readonly AlgorithmName[]
   consume(key: string, policies: PolicySet, cost: number): Awaitable<readonly Outcome[]>
   /** Reports without consuming (see `peekOutcome`). */
   peek(key: string, policies: PolicySet): Awaitable<readonly Outcome[]>

@@ -1,5 +1,6 @@
 import { MAX_PRECISION } from '@sluice/core'
 import { SLIDING_LOG_LUA } from './sliding-log.js'
+import { STORED_LUA } from './stored.js'
 import { WINDOW_START_LUA } from './window-start.js'
 
 /**
@@ -43,6 +44,7 @@ export const DECIDE_LUA = `
 local EXPIRY_SLACK_MS = 1000
 ${SLIDING_LOG_LUA}
 ${WINDOW_START_LUA}
+${STORED_LUA}
 -- 1e-6 below is core's EPSILON. Library functions are looked up where used (math.floor, ...),
 -- not kept in locals: a function capturing locals pays for each of them on every call.
 
@@ -225,11 +227,11 @@ decide = function(i, state, c, bare)
   end
 
   if code == 4 then
-    -- token-bucket; state: tokens, updated. A token is \`window\` units; \`limit\` units drip in per ms.
+    -- token-bucket; state: tokens, updated, burst. A token is \`window\` units; \`limit\` units drip in per ms.
     local capacity = burst * window
     local tokens = capacity
     if state then
-      local t, u = struct.unpack('<dd', state)
+      local t, u = storedTokens(state, window, burst)
       -- As core's tokensAt: updated more than a window after now reads as a full bucket.
       if u - now <= window then tokens = math.min(capacity, t + math.max(0, now - u) * limit) end
     end
@@ -245,14 +247,14 @@ decide = function(i, state, c, bare)
     local nextAfter = 0
     if remaining == 0 then nextAfter = math.max(1, ceilMs((window - nextTokens) / limit)) end
     return true, remaining, ceilMs((capacity - nextTokens) / limit), nextAfter, delay,
-      struct.pack('<dd', nextTokens, now)
+      struct.pack('<ddd', nextTokens, now, burst)
   end
 
-  -- gcra; state: tat
+  -- gcra; state: tat, limit
   local interval = window / limit
   local tolerance = interval * burst
   local backlog = 0
-  if state then backlog = struct.unpack('<d', state) - now end
+  if state then backlog = storedBacklog(state, now, limit, window, burst, maxDelay) end
   -- As core's backlogOf: a TAT more than a window (and 1 ms) beyond tolerance + maxDelay reads as none.
   if backlog > tolerance + maxDelay + window + 1 then backlog = 0 else backlog = math.max(0, backlog) end
   local nextBacklog = backlog + interval * c
@@ -264,7 +266,7 @@ decide = function(i, state, c, bare)
   local nextAfter = 0
   if remaining == 0 then nextAfter = math.max(1, ceilMs(nextBacklog + interval - tolerance)) end
   return true, remaining, ceilMs(nextBacklog), nextAfter, ceilMs(nextBacklog - tolerance),
-    struct.pack('<d', now + nextBacklog)
+    struct.pack('<dd', now + nextBacklog, limit)
 end
 
 -- Decides one request whose n keys follow the first k of KEYS, at cost c (nil: peek), and

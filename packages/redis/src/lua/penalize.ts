@@ -1,5 +1,6 @@
 import { nowFromArgv } from './now.js'
 import { SLIDING_LOG_LUA } from './sliding-log.js'
+import { STORED_LUA } from './stored.js'
 import { WINDOW_START_LUA } from './window-start.js'
 
 /**
@@ -22,6 +23,7 @@ local cost = tonumber(ARGV[2])
 ${nowFromArgv(3)}
 ${SLIDING_LOG_LUA}
 ${WINDOW_START_LUA}
+${STORED_LUA}
 
 -- Policy i's state (or false) with cost c taken: the new state, and how long until it drains.
 local function penalize(i, state, c)
@@ -55,19 +57,19 @@ local function penalize(i, state, c)
     local capacity = burst * window
     local tokens = capacity
     if state then
-      local t, u = struct.unpack('<dd', state)
+      local t, u = storedTokens(state, window, burst)
       tokens = math.min(capacity, t + math.max(0, now - u) * limit)
     end
     local nextTokens = tokens - c * window
-    return struct.pack('<dd', nextTokens, now), math.ceil((capacity - nextTokens) / limit)
+    return struct.pack('<ddd', nextTokens, now, burst), math.ceil((capacity - nextTokens) / limit)
   end
 
   -- As core's penalizeGcra: up to a window beyond tolerance + maxDelay, the furthest a TAT is read as one.
   local interval = window / limit
   local backlog = 0
-  if state then backlog = math.max(0, struct.unpack('<d', state) - now) end
+  if state then backlog = math.max(0, storedBacklog(state, now, limit, window, burst, maxDelay)) end
   local nextBacklog = math.min(backlog + interval * c, interval * burst + maxDelay + window)
-  return struct.pack('<d', now + nextBacklog), math.ceil(nextBacklog)
+  return struct.pack('<dd', now + nextBacklog, limit), math.ceil(nextBacklog)
 end
 
 for i = 1, #KEYS do

@@ -1,5 +1,6 @@
 import { nowFromArgv } from './now.js'
 import { SLIDING_LOG_LUA } from './sliding-log.js'
+import { STORED_LUA } from './stored.js'
 import { WINDOW_START_LUA } from './window-start.js'
 
 /**
@@ -27,11 +28,12 @@ local admitted = nil
 if ARGV[3] ~= '' then admitted = now - tonumber(ARGV[3]) end
 ${SLIDING_LOG_LUA}
 ${WINDOW_START_LUA}
+${STORED_LUA}
 
 -- Policy i's stored state (never false here) with cost c given back: the new state, or nil
 -- when nothing changes.
 local function refundAlgorithm(i, state, c)
-  local code, limit, window, burst, precision = struct.unpack('<ddddd', policies, 64 * i - 63)
+  local code, limit, window, burst, precision, maxDelay = struct.unpack('<dddddd', policies, 64 * i - 63)
 
   if code == 1 then
     -- fixed-window; state: start, count
@@ -74,18 +76,21 @@ local function refundAlgorithm(i, state, c)
   end
 
   if code == 4 then
-    -- token-bucket; state: tokens, updated
+    -- token-bucket; state: tokens, updated, burst
     local capacity = burst * window
-    local t, u = struct.unpack('<dd', state)
+    local t, u = storedTokens(state, window, burst)
     local tokens = math.min(capacity, t + math.max(0, now - u) * limit)
     if tokens == capacity then return nil end
-    return struct.pack('<dd', math.min(capacity, tokens + c * window), now)
+    return struct.pack('<ddd', math.min(capacity, tokens + c * window), now, burst)
   end
 
-  -- gcra; state: tat
+  -- gcra; state: tat, limit
   local tat = struct.unpack('<d', state)
   if tat <= now then return nil end
-  return struct.pack('<d', math.max(now, tat - (window / limit) * c))
+  if #state >= 16 and struct.unpack('<d', state, 9) ~= limit then
+    tat = now + storedBacklog(state, now, limit, window, burst, maxDelay)
+  end
+  return struct.pack('<dd', math.max(now, tat - (window / limit) * c), limit)
 end
 
 -- As core's refundBlocking(): with blockFor (the seventh double), the algorithm's state follows

@@ -36,6 +36,11 @@ const LAYOUT = 's:'
  */
 export class SyncedStore implements Store {
   readonly algorithms = SERVED
+  /**
+   * None: named policies are refused at `createLimiter` rather than reset on a plan change, as
+   * whether the synced counts and the bucket shares carry over a change of limit is untested.
+   */
+  readonly namedAlgorithms: readonly AlgorithmName[] = Object.freeze([])
   readonly prefix: string
   readonly nodeId: string
   readonly interval: number

@@ -1,0 +1,73 @@
+import { ALGORITHMS, createLimiter, parsePolicy } from '@sluice/core'
+import { RedisStore, SyncedStore } from '@sluice/redis'
+import { Redis } from 'ioredis'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { CLIENTS, type TestClient } from '../support/clients.js'
+import { findRedis } from '../support/redis.js'
+
+const shared = await findRedis()
+const DAY = 86_400_000
+const start = 20_000 * DAY + 1000
+
+/** A named policy keeps its usage when its limit changes, on Redis as in memory; the SyncedStore refuses named policies. */
+describe.skipIf(shared === undefined)('named policies on Redis across a plan change', () => {
+  let connected: TestClient
+  beforeAll(async () => {
+    connected = await (CLIENTS[0] as (typeof CLIENTS)[number]).single(shared?.port ?? 0)
+  })
+  afterAll(async () => {
+    connected.close()
+    await shared?.stop()
+  })
+  const prefix = `sluice-plan-${Math.random().toString(36).slice(2)}:`
+
+  for (const algorithm of ALGORITHMS) {
+    it(`${algorithm}: an upgrade after 100 of 100 used leaves 900, a downgrade nothing`, async () => {
+      const store = new RedisStore({ client: connected.client, prefix, now: () => start, deniedCache: false })
+      const free = createLimiter({ limits: { name: 'plan', limit: 100, window: '1d', algorithm }, store })
+      const pro = createLimiter({ limits: { name: 'plan', limit: 1000, window: '1d', algorithm }, store })
+      const key = `up-${algorithm}`
+      expect((await free.consume(key, { cost: 100 })).allowed).toBe(true)
+      expect((await pro.peek(key)).remaining).toBe(900)
+      expect((await pro.consume(key, { cost: 900 })).allowed).toBe(true)
+      expect(await free.consume(key)).toMatchObject({ allowed: false, remaining: 0 })
+      expect(await pro.consume(key)).toMatchObject({ allowed: false, remaining: 0 })
+    })
+  }
+
+  it('a bucket or schedule written before the burst or limit was kept reads as of the policy', async () => {
+    const raw = new Redis(shared?.port ?? 0, '127.0.0.1')
+    try {
+      const doubles = (...values: number[]) => {
+        const buffer = Buffer.alloc(8 * values.length)
+        for (const [i, value] of values.entries()) buffer.writeDoubleLE(value, 8 * i)
+        return buffer
+      }
+      const store = new RedisStore({ client: connected.client, prefix, now: () => start, deniedCache: false })
+      const bucket = { limit: 100, window: 100_000, algorithm: 'token-bucket' } as const
+      const schedule = { limit: 100, window: 100_000, algorithm: 'gcra' } as const
+      // 40 of 100 tokens used, as 16 bytes (tokens, updated); 30 units scheduled, as 8 bytes (tat).
+      await raw.set(`${prefix}{old}:b:${parsePolicy(bucket).id}`, doubles(60 * 100_000, start), 'PX', 100_000)
+      await raw.set(`${prefix}{old}:b:${parsePolicy(schedule).id}`, doubles(start + 30_000), 'PX', 100_000)
+      expect((await createLimiter({ limits: bucket, store }).peek('old')).remaining).toBe(60)
+      expect((await createLimiter({ limits: schedule, store }).peek('old')).remaining).toBe(70)
+    } finally {
+      raw.disconnect()
+    }
+  })
+
+  it('SyncedStore refuses every named policy with a ConfigError', async () => {
+    const store = new SyncedStore({ client: connected.client, prefix })
+    try {
+      expect(() => createLimiter({ limits: { name: 'plan', limit: 100, window: '1d' }, store })).toThrow(
+        expect.objectContaining({
+          field: 'limits[0].name',
+          value: 'plan',
+          message: expect.stringMatching(/SyncedStore/),
+        }),
+      )
+    } finally {
+      await store.close()
+    }
+  })
+})
