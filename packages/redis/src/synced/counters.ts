@@ -54,8 +54,10 @@ export class SubWindow {
    */
   heard(global: number, mine: number, deniedAnywhere: boolean, at: number, interval: number): void {
     let others = global - mine
-    if (others >= this.othersFloor) this.othersFloor = 0
-    else others = this.othersFloor
+    if (this.othersFloor > 0) {
+      if (others >= this.othersFloor) this.othersFloor = 0
+      else others = this.othersFloor
+    }
     if (at - this.#baseAt >= interval) {
       this.othersRate = Math.max(0, others - this.#baseOthers) / (at - this.#baseAt)
       this.#baseOthers = others
