@@ -23,6 +23,13 @@ const long = process.env.SLUICE_SYNCED_LONG === '1'
 
 /** Per pattern: the limit per window (each of 1000 keys for spread and zipf). */
 const LIMITS: Record<Pattern, number> = { hot: 200, spread: 10, zipf: 20 }
+/** Per pattern: how many keys' limits the load is planned against (spread: every key; zipf: 100 keys' worth). */
+const LOADED_KEYS: Record<Pattern, number> = { hot: 1, spread: 1000, zipf: 100 }
+/**
+ * Some requests must be denied once the fleet offered at least this many times the limit per
+ * window. Below it (a starved machine's load generators fall behind) admitting all says nothing.
+ */
+const MUST_DENY_FROM = 1.5
 
 describe.skipIf(!redis)('SyncedStore: several processes, 2× the limit offered', () => {
   let server: RedisServer
@@ -60,12 +67,7 @@ describe.skipIf(!redis)('SyncedStore: several processes, 2× the limit offered',
         const prefix = uniquePrefix(`synced-${pattern}`)
         const limit = LIMITS[pattern]
         // 2× the limit in total: for spread every key gets twice its limit; for zipf the head is far over, the tail under.
-        const total =
-          pattern === 'hot'
-            ? (2 * limit * 1000) / window
-            : pattern === 'spread'
-              ? (2 * limit * 1000 * 1000) / window
-              : (2 * limit * 100 * 1000) / window
+        const total = (2 * limit * LOADED_KEYS[pattern] * 1000) / window
         const plans = Array.from(
           { length: processes },
           (_, i): WorkerPlan => ({
@@ -165,7 +167,10 @@ describe.skipIf(!redis)('SyncedStore: several processes, 2× the limit offered',
         }
         expect(inRedis).toBeGreaterThanOrEqual(admitted)
         expect(inRedis - admitted).toBeLessThanOrEqual(Math.ceil(admitted * 0.01))
-        expect(admitted).toBeLessThan(offered)
+        // What the fleet really offered per window, in limits of the loaded keys.
+        const offeredLoad = (offered * window) / duration / (limit * LOADED_KEYS[pattern])
+        if (offeredLoad >= MUST_DENY_FROM) expect(admitted).toBeLessThan(offered)
+        else console.log(`offered only ${offeredLoad.toFixed(2)}× the limit per window: not enough to require a denial`)
         expect(worst.middle).toBeLessThanOrEqual(1 + OVERSHOOT_BOUND[pattern])
         expect(worst.end).toBeLessThanOrEqual(1 + OVERSHOOT_BOUND[pattern])
         expect(worst.start).toBeLessThanOrEqual(1 + COLD_START_BOUND[pattern])

@@ -29,6 +29,12 @@ export class SubWindow {
   othersRate = 0
   /** Window time at which the last reply's sync was sent (what the global count is as of). */
   heardAt = Number.NEGATIVE_INFINITY
+  /**
+   * The others' count as this node knew it when Redis became unreachable or lost its keys: their
+   * counts stay in the estimate until a reply shows Redis holds at least as much of them again (a
+   * Redis restarted empty otherwise reports only what the nodes that resent first have sent).
+   */
+  othersFloor = 0
   /** The others' count the rate is measured from, and when. */
   #baseOthers = 0
   #baseAt: number
@@ -47,14 +53,18 @@ export class SubWindow {
    * from the sub-window's start, when every count was 0.
    */
   heard(global: number, mine: number, deniedAnywhere: boolean, at: number, interval: number): void {
-    const others = global - mine
+    let others = global - mine
+    if (this.othersFloor > 0) {
+      if (others >= this.othersFloor) this.othersFloor = 0
+      else others = this.othersFloor
+    }
     if (at - this.#baseAt >= interval) {
       this.othersRate = Math.max(0, others - this.#baseOthers) / (at - this.#baseAt)
       this.#baseOthers = others
       this.#baseAt = at
     }
     this.heardAt = Math.max(this.heardAt, at)
-    this.global = global
+    this.global = mine + others
     this.mineInGlobal = mine
     if (deniedAnywhere) this.deniedAnywhere = true
   }
@@ -65,6 +75,11 @@ export class SubWindow {
     this.sentRefunded = Math.max(this.sentRefunded, refunded)
     this.sentExact = Math.max(this.sentExact, exact)
     if (denied) this.deniedSent = true
+  }
+
+  /** Redis may lose its keys (unreachable) or has (restarted empty): the others' count known now stays counted. */
+  holdOthers(): void {
+    this.othersFloor = Math.max(this.othersFloor, this.global - this.mineInGlobal)
   }
 
   /** Redis lost its keys: nothing of this node's is there any more, so all of it is news again. */
@@ -108,6 +123,7 @@ export class SubWindow {
 
   /** The count starts again from 0 on every node (Redis's `o` takes the sum off). */
   reset(): void {
+    this.othersFloor = 0
     this.global = 0
     this.mineInGlobal = this.mine
     this.deniedAnywhere = false

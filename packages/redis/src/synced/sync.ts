@@ -66,6 +66,10 @@ export class SyncLoop {
   /** Counters used here lately whose count is near their limit: read at every sync while so. */
   readonly #watched = new Set<PolicyCounters>()
   #lastTick = Number.NEGATIVE_INFINITY
+  /** Degraded since the last good sync: the others' counts known when it began are held. */
+  #outage = false
+  /** Redis lost its keys since the last collect: what is to be sent again has not been sent yet. */
+  #resendDue = false
   /** How late the timer fires lately (ms beyond the interval, decaying): the machine's load. */
   #lag = 0
 
@@ -85,8 +89,12 @@ export class SyncLoop {
    * sync failed, or the one in flight has waited too long.
    */
   degradedAt(local: number): boolean {
-    if (this.#failures > 0 || !this.client.connected()) return true
-    return this.#inFlightSince !== undefined && local - this.#inFlightSince > Math.max(3 * this.interval, 1000)
+    const degraded =
+      this.#failures > 0 ||
+      !this.client.connected() ||
+      (this.#inFlightSince !== undefined && local - this.#inFlightSince > Math.max(3 * this.interval, 1000))
+    if (degraded && !this.#outage) this.#holdOthers(this.clock.at(local))
+    return degraded
   }
 
   /**
@@ -124,6 +132,8 @@ export class SyncLoop {
   async flush(): Promise<void> {
     await this.#syncing
     await this.#sync(false, true)
+    // This very sync found Redis lost its keys: the windows to send again go now, not at the next tick.
+    if (this.#resendDue) await this.#sync(false, true)
   }
 
   /** Stops the timer and sends what is pending (one attempt, when the client is connected). */
@@ -189,7 +199,9 @@ export class SyncLoop {
     if (error === undefined) {
       this.#failures = 0
       this.#nextAttempt = 0
+      this.#outage = false
     } else {
+      if (!this.#outage) this.#holdOthers(this.clock.at(finished))
       this.#failedDisconnected = !this.client.connected()
       this.#failures++
       this.#nextAttempt = finished + Math.min(this.interval * 2 ** this.#failures, MAX_BACKOFF_MS)
@@ -204,12 +216,33 @@ export class SyncLoop {
     if (await this.fleet.beat(local, this.clock)) this.#resendAll(this.clock.at(local))
   }
 
-  /** Redis lost its keys: the next sync sends every live window this node holds (O(keys), once). */
+  /**
+   * Redis lost its keys: the next sync sends every live window this node holds, and the others'
+   * counts known here stay counted until Redis has them back (O(keys), once).
+   */
   #resendAll(now: number): void {
+    this.#resendDue = true
     this.entries.visitAll((entry) => {
       for (const counters of entry.counters) {
-        for (const window of counters.windows) if (counters.live(window, now)) window.forgetSent()
+        for (const window of counters.windows) {
+          if (!counters.live(window, now)) continue
+          window.holdOthers()
+          window.forgetSent()
+        }
         this.touch(counters, counters.usedAt)
+      }
+    })
+  }
+
+  /**
+   * Redis became unreachable, and may come back empty: until a reply shows it holds the others'
+   * counts again, every live window keeps the part of them known now (O(keys), once an outage).
+   */
+  #holdOthers(now: number): void {
+    this.#outage = true
+    this.entries.visitAll((entry) => {
+      for (const counters of entry.counters) {
+        for (const window of counters.windows) if (counters.live(window, now)) window.holdOthers()
       }
     })
   }
@@ -242,6 +275,7 @@ export class SyncLoop {
     }
     const changed = this.#changed
     this.#changed = []
+    this.#resendDue = false
     // Held news goes all together once any of it is due (or anything else is sent): a call then
     // carries many keys, rather than a call every interval for the one or two whose hold ended.
     const holding = !all && changed.every((counters) => this.#holds(counters, now))
@@ -291,11 +325,15 @@ export class SyncLoop {
       throw error
     }
     this.clock.measure(asked, this.clock.local(), (reply[0] as number) * 1000 + Math.floor((reply[1] as number) / 1000))
-    let lost = false
+    // Redis lost its keys: hold what is known of the others before this reply's counts replace it.
+    const lost = group.some(
+      ({ window, counters }, i) =>
+        reply[2 + 4 * i + 3] === 1 && counters.live(window, now) && window.sentAdmitted + window.sentExact > 0,
+    )
+    if (lost) this.#resendAll(now)
     for (const [i, sent] of group.entries()) {
       const { window, counters } = sent
       const at = 2 + 4 * i
-      if (reply[at + 3] === 1 && counters.live(window, now) && window.sentAdmitted + window.sentExact > 0) lost = true
       window.acknowledge(sent.admitted, sent.refunded, sent.exact, sent.denied)
       window.heard(
         reply[at] as number,
@@ -307,7 +345,6 @@ export class SyncLoop {
       counters.heard = true
       if (window.start === counters.currentStart(now) && this.#near(counters, window)) this.#watched.add(counters)
     }
-    if (lost) this.#resendAll(now)
   }
 
   /**
