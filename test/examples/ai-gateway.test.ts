@@ -94,6 +94,12 @@ describe('examples/ai-gateway', () => {
       expect(answer.status).toBe(200)
       const second = gateway(new RedisStore({ client: redis as Redis, prefix }))
       expect(await second.usage('key-r')).toMatchObject({ used: 55 })
+      // The upgrade reads the same stored count of the month under the pro quota.
+      expect(await (await second.call('/v1/plan', 'key-r', { plan: 'pro' })).json()).toMatchObject({
+        plan: 'pro',
+        used: 55,
+        remaining: 1_000_000 - 55,
+      })
       const keys = await (redis as Redis).keys(`${prefix}*`)
       expect(keys.length).toBeGreaterThanOrEqual(2) // the month's token count and the minute's requests
     },
