@@ -3,7 +3,6 @@ import type { Store } from '@sluice/core/store'
 import { rateLimit } from '@sluice/hono'
 import { type Context, Hono } from 'hono'
 import { model, tokensOf, type Usage } from './model.js'
-import { settle } from './settle.js'
 
 /** Tokens a month per plan, on the UTC calendar (the quota resets at 00:00 UTC on the 1st). */
 export const PLANS = { free: 10_000, pro: 1_000_000 } as const
@@ -26,9 +25,9 @@ export function createGateway(store: Store): Hono<Env> {
   const plans = new Map<string, Plan>()
   const planOf = (key: string): Plan => plans.get(key) ?? 'free'
 
-  // One limiter per plan. Their policies are told apart by their limits, so a plan change moves
-  // the usage over by hand (`carryOver`). With named policies in core (`name: 'tokens'` keeping
-  // its state across limits), carryOver goes and the upgrade is `plans.set(key, plan)` alone.
+  // One limiter per plan, on one store. Their policies share the name 'tokens', so they share the
+  // month's stored count: a plan change reads the same usage (overspend included) against the new
+  // quota, and the change is `plans.set(key, plan)` alone.
   const tokens = Object.fromEntries(
     Object.entries(PLANS).map(([plan, limit]) => [
       plan,
@@ -68,7 +67,7 @@ export function createGateway(store: Store): Hono<Env> {
         body: JSON.stringify({ prompt, max_tokens: maxTokens }),
       })
       const result = (await answer.json()) as { text: string; usage: Usage }
-      const settled = await settle(limiter, apiKey, { reserved, actual: result.usage.total_tokens, admittedAt })
+      const settled = await limiter.settle(apiKey, { reserved, actual: result.usage.total_tokens, admittedAt })
       c.header('x-tokens-remaining', String(settled.remaining))
       return c.json(result)
     },
@@ -83,7 +82,6 @@ export function createGateway(store: Store): Hono<Env> {
       return c.json({ error: `plan must be one of ${Object.keys(PLANS).join(', ')}` }, 400)
     }
     const apiKey = c.get('apiKey')
-    await carryOver(apiKey, planOf(apiKey), plan as Plan)
     plans.set(apiKey, plan as Plan)
     return c.json(await usageOf(apiKey))
   })
@@ -98,15 +96,6 @@ export function createGateway(store: Store): Hono<Env> {
       remaining,
       resetsInSeconds: Math.ceil(resetAfter / 1000),
     }
-  }
-
-  /** The tokens used this month under `from`, taken from `to` (at most its whole quota). */
-  async function carryOver(apiKey: string, from: Plan, to: Plan): Promise<void> {
-    if (from === to) return
-    const used = PLANS[from] - (await tokens[from].peek(apiKey)).remaining
-    await tokens[from].reset(apiKey)
-    await tokens[to].reset(apiKey)
-    if (used > 0) await tokens[to].penalty(apiKey, { cost: Math.min(used, PLANS[to]) })
   }
 
   return app

@@ -827,6 +827,44 @@ const cases: Case[] = [
     },
   },
   {
+    name: 'a per-request plan switch keeps the count: limits picked per request from a plan map share a named policy',
+    async run(h) {
+      const { clock, store } = clocked()
+      // The plan of each request as an app would read it from its database; here from a header.
+      const plans = { free: 3, pro: 10 }
+      const limiters = {
+        free: createLimiter({ limits: { limit: plans.free, window: '1h', name: 'requests' }, store }),
+        pro: createLimiter({ limits: { limit: plans.pro, window: '1h', name: 'requests' }, store }),
+      }
+      const limiter = (r: Req) => limiters[r.header('x-plan') === 'pro' ? 'pro' : 'free']
+      const spec = { use: [h.rateLimit({ limiter })], routes: [{ path: '/' }] }
+      await withApp(h, spec, async (app) => {
+        const free = { 'x-plan': 'free' }
+        const pro = { 'x-plan': 'pro' }
+        expect(remainingOf(await app.get('/', free))).toBe(2)
+        expect(remainingOf(await app.get('/', free))).toBe(1)
+        // Upgraded: the 2 used stay used, 10 − 3 = 7 left after this request (not 9).
+        const upgraded = await app.get('/', pro)
+        expect(upgraded.status).toBe(200)
+        expect(upgraded.headers.ratelimit).toMatch(/^"requests";r=7;t=\d+$/)
+        for (let i = 0; i < 5; i++) await app.get('/', pro)
+        // Downgraded with 8 used of free's 3: denied until the hour turns.
+        const downgraded = await app.get('/', free)
+        expect(downgraded.status).toBe(429)
+        expect(Number(downgraded.headers['retry-after'])).toBeGreaterThan(0)
+        // Back on pro: still the same count (8 used; the denial took nothing): 1 left after this one, then none.
+        expect(remainingOf(await app.get('/', pro))).toBe(1)
+        expect(remainingOf(await app.get('/', pro))).toBe(0)
+        expect((await app.get('/', pro)).status).toBe(429)
+        expect(app.handled).toBe(10)
+
+        // Once the sliding hour has passed over all of them, free is whole again.
+        clock.now += 2 * 3_600_000
+        expect(remainingOf(await app.get('/', free))).toBe(2)
+      })
+    },
+  },
+  {
     name: 'actualCost rejects a non-function, a skip option beside it, and a store that cannot refund',
     async run(h) {
       expect(() => h.rateLimit({ limits: '1/s', actualCost: 5 as never })).toThrow(

@@ -55,8 +55,9 @@ describe('examples/ai-gateway', () => {
     expect(denied.status).toBe(429)
     expect(denied.headers.get('retry-after')).toBe('3600')
 
-    // Upgrading keeps the month's usage; downgrading leaves none until the month turns.
-    const used = 10_000 - spent.remaining
+    // Upgrading keeps the month's usage, the overspend included (107 + 2 × 5 000 = 10 107, not the
+    // 10 000 a peek shows); downgrading leaves none until the month turns.
+    const used = 107 + 2 * 5_000
     const upgraded = (await (await call('/v1/plan', 'key-1', { plan: 'pro' })).json()) as { used: number }
     expect(upgraded).toMatchObject({ plan: 'pro', remaining: 1_000_000 - used })
     expect((await call('/v1/completions', 'key-1', { prompt: 'answer in 10 tokens', max_tokens: 10 })).status).toBe(200)
@@ -93,6 +94,12 @@ describe('examples/ai-gateway', () => {
       expect(answer.status).toBe(200)
       const second = gateway(new RedisStore({ client: redis as Redis, prefix }))
       expect(await second.usage('key-r')).toMatchObject({ used: 55 })
+      // The upgrade reads the same stored count of the month under the pro quota.
+      expect(await (await second.call('/v1/plan', 'key-r', { plan: 'pro' })).json()).toMatchObject({
+        plan: 'pro',
+        used: 55,
+        remaining: 1_000_000 - 55,
+      })
       const keys = await (redis as Redis).keys(`${prefix}*`)
       expect(keys.length).toBeGreaterThanOrEqual(2) // the month's token count and the minute's requests
     },
