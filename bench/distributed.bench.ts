@@ -17,14 +17,13 @@
  */
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { createLimiter, type Limiter } from '@sluice/core'
-import type { Outcome } from '@sluice/core/store'
-import { RedisStore, SyncedStore } from '@sluice/redis'
+import { parsePolicies } from '@sluice/core'
 import { Redis } from 'ioredis'
 import { RateLimiterRedis } from 'rate-limiter-flexible'
 import { parseCommandStats, startRedisServer } from '../test/support/redis.js'
 import { bucketRows } from './distributed/buckets.js'
 import { cardinalityRows } from './distributed/cardinality.js'
+import { storeContender } from './distributed/store-contender.js'
 
 type Kind = 'RedisStore' | 'SyncedStore' | 'RateLimiterRedis+inMemoryBlock'
 const KINDS: Kind[] = ['RedisStore', 'SyncedStore', 'RateLimiterRedis+inMemoryBlock']
@@ -70,24 +69,7 @@ async function makeDecide(
       close: async () => {},
     }
   }
-  const store =
-    args.kind === 'RedisStore'
-      ? new RedisStore({ client, prefix: args.prefix })
-      : new SyncedStore({ client, prefix: args.prefix })
-  const limiter: Limiter = createLimiter({ limits, store })
-  const set = { id: limiter.policies.map((p) => p.id).join('|'), policies: limiter.policies }
-  return {
-    // The store itself, as the HTTP adapters use it: a SyncedStore answers in the same tick.
-    decide: (key) => {
-      const answer = store.consume(key, set, 1)
-      return Array.isArray(answer)
-        ? answer.every((o) => o.allowed)
-        : (answer as Promise<readonly Outcome[]>).then((o) => o.every((x) => x.allowed))
-    },
-    close: async () => {
-      if (store instanceof SyncedStore) await store.close()
-    },
-  }
+  return storeContender(args.kind, client, args.prefix, parsePolicies(limits))
 }
 
 async function child(args: ChildArgs): Promise<void> {

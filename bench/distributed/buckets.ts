@@ -12,11 +12,10 @@
 import { spawn } from 'node:child_process'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { parsePolicies } from '@sluice/core'
-import type { Outcome } from '@sluice/core/store'
-import { RedisStore, SyncedStore } from '@sluice/redis'
 import { Redis } from 'ioredis'
 import { RateLimiterRedis } from 'rate-limiter-flexible'
 import { parseCommandStats } from '../../test/support/redis.js'
+import { storeContender } from './store-contender.js'
 
 type Kind = 'RedisStore' | 'SyncedStore (leasing)' | 'RateLimiterRedis+inMemoryBlock (fixed window)'
 type Algorithm = 'token-bucket' | 'gcra'
@@ -48,23 +47,8 @@ function makeDecide(args: ChildArgs, client: Redis): { decide: Decide; close: ()
     const denied = () => false
     return { decide: (key) => rl.consume(key).then(admitted, denied), close: async () => {} }
   }
-  const store =
-    args.kind === 'RedisStore'
-      ? new RedisStore({ client, prefix: args.prefix })
-      : new SyncedStore({ client, prefix: args.prefix })
   const set = parsePolicies({ limit: LIMIT, window: 1000, algorithm: args.algorithm })
-  return {
-    // The store itself, as the HTTP adapters use it: a leased grant answers in the same tick.
-    decide: (key) => {
-      const answer = store.consume(key, set, 1)
-      return Array.isArray(answer)
-        ? answer.every((o) => o.allowed)
-        : (answer as Promise<readonly Outcome[]>).then((o) => o.every((x) => x.allowed))
-    },
-    close: async () => {
-      if (store instanceof SyncedStore) await store.close()
-    },
-  }
+  return storeContender(args.kind === 'RedisStore' ? 'RedisStore' : 'SyncedStore', client, args.prefix, set)
 }
 
 /** A line on stdin from the parent. */

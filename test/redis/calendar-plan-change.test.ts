@@ -1,8 +1,6 @@
 import { createLimiter, MemoryStore } from '@sluice/core'
-import type { Store } from '@sluice/core/store'
-import { RedisStore } from '@sluice/redis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { CLIENTS, type TestClient } from '../support/clients.js'
+import { CLIENTS, memoryAndRedisStores, type TestClient } from '../support/clients.js'
 import { findRedis } from '../support/redis.js'
 
 const shared = await findRedis()
@@ -22,13 +20,7 @@ describe.skipIf(shared === undefined)('a named calendar quota across a plan chan
     await shared?.stop()
   })
   const prefix = `sluice-calendar-plan-${Math.random().toString(36).slice(2)}:`
-  const stores: [string, (now: () => number) => Store][] = [
-    ['memory', (now) => new MemoryStore({ now })],
-    ...CLIENTS.map(({ name }): [string, (now: () => number) => Store] => [
-      `redis on ${name}`,
-      (now) => new RedisStore({ client: (connected.get(name) as TestClient).client, prefix, now, deniedCache: false }),
-    ]),
-  ]
+  const stores = memoryAndRedisStores(connected, prefix)
 
   for (const [name, make] of stores) {
     it(`${name}: free 10 000/month → pro 1 000 000 after 4 000 used leaves 996 000; back to free leaves 0 until the 1st`, async () => {

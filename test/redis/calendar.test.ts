@@ -1,8 +1,7 @@
-import { createLimiter, MemoryStore, periodBounds } from '@sluice/core'
-import type { Store } from '@sluice/core/store'
+import { createLimiter, periodBounds } from '@sluice/core'
 import { RedisStore, SyncedStore } from '@sluice/redis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { CLIENTS, type TestClient } from '../support/clients.js'
+import { CLIENTS, memoryAndRedisStores, type TestClient } from '../support/clients.js'
 import { findRedis } from '../support/redis.js'
 
 const shared = await findRedis()
@@ -20,13 +19,7 @@ describe.skipIf(shared === undefined)('calendar periods on Redis', () => {
   })
   const prefix = `sluice-calendar-${Math.random().toString(36).slice(2)}:`
   const first = () => (connected.values().next().value as TestClient).client
-  const stores: [string, (now: () => number) => Store][] = [
-    ['memory', (now) => new MemoryStore({ now })],
-    ...CLIENTS.map(({ name }): [string, (now: () => number) => Store] => [
-      `redis on ${name}`,
-      (now) => new RedisStore({ client: (connected.get(name) as TestClient).client, prefix, now, deniedCache: false }),
-    ]),
-  ]
+  const stores = memoryAndRedisStores(connected, prefix)
 
   for (const [name, make] of stores) {
     it(`${name}: a Berlin month across the spring DST change, a billing day on the 31st, and a late refund`, async () => {

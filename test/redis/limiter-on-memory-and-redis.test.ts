@@ -1,8 +1,6 @@
-import { createLimiter, MemoryStore } from '@sluice/core'
-import type { Store } from '@sluice/core/store'
-import { RedisStore } from '@sluice/redis'
+import { createLimiter } from '@sluice/core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { CLIENTS, type TestClient } from '../support/clients.js'
+import { CLIENTS, memoryAndRedisStores, type TestClient } from '../support/clients.js'
 import { findRedis } from '../support/redis.js'
 
 const shared = await findRedis()
@@ -20,13 +18,7 @@ describe.skipIf(shared === undefined)('the limiter behaves alike on MemoryStore 
   })
   const start = 1_700_000_000_000
   const prefix = `sluice-alike-${Math.random().toString(36).slice(2)}:`
-  const stores: [string, (now: () => number) => Store][] = [
-    ['memory', (now) => new MemoryStore({ now })],
-    ...CLIENTS.map(({ name }): [string, (now: () => number) => Store] => [
-      `redis on ${name}`,
-      (now) => new RedisStore({ client: (connected.get(name) as TestClient).client, prefix, now, deniedCache: false }),
-    ]),
-  ]
+  const stores = memoryAndRedisStores(connected, prefix)
 
   for (const [name, make] of stores) {
     it(`${name}: settle gives back an under-spend and charges an over-spend below zero`, async () => {

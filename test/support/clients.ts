@@ -1,7 +1,9 @@
 // The Redis client libraries the Redis-backed parts take, as one table: a suite runs once per row
 // (`describe.each(CLIENTS)`) instead of being copied per library. Inspection and admin commands in
 // the tests stay on ioredis; only the client handed to the store changes.
-import type { RedisClient } from '@sluice/redis'
+import { MemoryStore } from '@sluice/core'
+import type { Store } from '@sluice/core/store'
+import { type RedisClient, RedisStore } from '@sluice/redis'
 import { Cluster as IoCluster, Redis as IoRedis, type RedisOptions } from 'ioredis'
 import { Cluster as ValkeyCluster, Redis as ValkeyRedis } from 'iovalkey'
 import { createClient, createCluster } from 'redis'
@@ -107,4 +109,24 @@ export function clientKind(name: string): ClientKind {
   const kind = CLIENTS.find((k) => k.name === name)
   if (kind === undefined) throw new Error(`no client library named ${name}: ${CLIENTS.map((k) => k.name).join(', ')}`)
   return kind
+}
+
+/** A store made on an injected clock, named for the table of a suite. */
+export type StoreOnClock = [name: string, make: (now: () => number) => Store]
+
+/**
+ * A MemoryStore and a RedisStore on each client of `connected` (filled by the suite's beforeAll,
+ * read when a store is made), to decide one scenario alike on every store.
+ */
+export function memoryAndRedisStores(connected: ReadonlyMap<string, TestClient>, prefix: string): StoreOnClock[] {
+  return [
+    ['memory', (now) => new MemoryStore({ now })],
+    ...CLIENTS.map(
+      ({ name }): StoreOnClock => [
+        `redis on ${name}`,
+        (now) =>
+          new RedisStore({ client: (connected.get(name) as TestClient).client, prefix, now, deniedCache: false }),
+      ],
+    ),
+  ]
 }
