@@ -22,6 +22,8 @@ export async function runTrace(
   let now = start
   const store = makeStore(() => now)
   let set = traceSet(trace.limits)
+  // Every set the trace decided on: a plan change to another period's window leaves a state behind.
+  const sets = [set]
   const results: (readonly Outcome[])[] = []
   const { steps } = trace
   try {
@@ -30,14 +32,17 @@ export async function runTrace(
       const answers = []
       do {
         const action = (steps[i] as TraceStep)[1]
-        if (typeof action === 'object' && 'plan' in action) set = traceSet(action.plan)
+        if (typeof action === 'object' && 'plan' in action) {
+          set = traceSet(action.plan)
+          sets.push(set)
+        }
         answers.push(ask(store, key, set, action, now))
         i++
       } while (together && i < steps.length && (steps[i] as TraceStep)[0] === 0)
       results.push(...(await Promise.all(answers)))
     }
   } finally {
-    await store.reset(key, set)
+    for (const used of sets) await store.reset(key, used)
   }
   return results
 }

@@ -1,4 +1,4 @@
-import type { AlgorithmName, PolicyOptions } from '@sluice/core'
+import type { AlgorithmName, Policy, PolicyOptions } from '@sluice/core'
 import { capacityOf } from '@sluice/core/store'
 import fc from 'fast-check'
 import { traceSet } from './parity.js'
@@ -11,7 +11,7 @@ const DAY = 24 * HOUR
 const PERIOD_WINDOWS = [23 * HOUR, DAY, 25 * HOUR, 28 * DAY, 29 * DAY, 30 * DAY, 31 * DAY]
 
 const isOffsetWindow = (policy: TracePolicy): policy is OffsetWindow => typeof policy === 'object' && 'offset' in policy
-const parsed = (policy: TracePolicy) => traceSet([policy]).policies[0] as ReturnType<typeof traceSet>['policies'][0]
+const parsed = (policy: TracePolicy) => traceSet([policy]).policies[0] as Policy
 
 const policyArbitrary: fc.Arbitrary<TracePolicy> = fc
   .record({
