@@ -58,8 +58,9 @@ export function traceSet(limits: readonly TracePolicy[]): PolicySet {
   const policies = parsed.policies.map((policy, i): Policy => {
     const limit = limits[i] as TracePolicy
     if (typeof limit !== 'object' || !('offset' in limit)) return policy
-    if (!(limit.offset >= 0 && limit.offset < limit.window))
-      throw new Error(`offset ${limit.offset} is outside its window`)
+    if (!(limit.offset >= 0 && limit.offset < limit.window)) {
+      throw new Error(`offset ${limit.offset} is outside its window of ${limit.window} ms`)
+    }
     return Object.freeze({ ...policy, offset: limit.offset, id: `${policy.id}@${limit.offset}` })
   })
   return policySetOf(policies)
