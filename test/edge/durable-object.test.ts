@@ -176,6 +176,93 @@ describe('@sluice/cloudflare in workerd', () => {
   })
 })
 
+describe('calendar periods through RateLimiterObject in workerd', () => {
+  const DAY = 86_400_000
+  type Step = { at?: number; op: 'consume' | 'peek'; cost?: number }
+  type CalendarCall = { key: string; limit: number; period: string; billingDay?: string; steps: Step[] }
+  const run = async (body: CalendarCall) =>
+    (await post<Decision[]>('/calendar', body)).map(({ allowed, remaining, resetAfter, retryAfter }) => ({
+      allowed,
+      remaining,
+      resetAfter,
+      retryAfter,
+    }))
+
+  it('a monthly quota turns at 00:00 UTC on the 1st, the period chosen and counted on the clock the store sends', async () => {
+    // The Worker's and the object's own clocks read today: only the store's clock says January.
+    const lastMs = Date.UTC(2026, 0, 31, 23, 59, 59, 999)
+    const decisions = await run({
+      key: 'monthly',
+      limit: 3,
+      period: 'month',
+      steps: [
+        { at: lastMs, op: 'consume', cost: 3 },
+        { at: lastMs, op: 'consume' },
+        { at: lastMs + 1, op: 'consume' },
+        { at: Date.UTC(2026, 1, 28, 23, 59, 59, 999), op: 'peek' },
+        { at: Date.UTC(2026, 2, 1), op: 'consume' },
+      ],
+    })
+    expect(decisions).toEqual([
+      { allowed: true, remaining: 0, resetAfter: 1, retryAfter: 0 },
+      { allowed: false, remaining: 0, resetAfter: 1, retryAfter: 1 },
+      // February: 28 days long, a fresh count.
+      { allowed: true, remaining: 2, resetAfter: 28 * DAY, retryAfter: 0 },
+      { allowed: true, remaining: 2, resetAfter: 1, retryAfter: 0 },
+      // March: 31 days.
+      { allowed: true, remaining: 2, resetAfter: 31 * DAY, retryAfter: 0 },
+    ])
+  })
+
+  it("a billing-day quota from a function of the key: the 31st's cycle turns on 28 February", async () => {
+    const decisions = await run({
+      key: 'billing',
+      limit: 5,
+      period: 'month',
+      billingDay: '2025-12-31',
+      steps: [
+        { at: Date.UTC(2026, 1, 1), op: 'consume', cost: 4 },
+        { at: Date.UTC(2026, 1, 27, 23, 59, 59, 999), op: 'consume', cost: 2 },
+        { at: Date.UTC(2026, 1, 28), op: 'consume', cost: 2 },
+        { at: Date.UTC(2026, 2, 30, 23, 59, 59, 999), op: 'consume', cost: 3 },
+        { at: Date.UTC(2026, 2, 31), op: 'consume' },
+      ],
+    })
+    expect(decisions).toEqual([
+      // 31 January to 28 February: 28 days, 27 of them left.
+      { allowed: true, remaining: 1, resetAfter: 27 * DAY, retryAfter: 0 },
+      { allowed: false, remaining: 1, resetAfter: 1, retryAfter: 1 },
+      // 28 February to 31 March: 31 days.
+      { allowed: true, remaining: 3, resetAfter: 31 * DAY, retryAfter: 0 },
+      { allowed: true, remaining: 0, resetAfter: 1, retryAfter: 0 },
+      // 31 March to 30 April: 30 days.
+      { allowed: true, remaining: 4, resetAfter: 30 * DAY, retryAfter: 0 },
+    ])
+  })
+
+  it("without a store clock, the Worker picks today's period and the object counts it on its own clock", async () => {
+    const before = Date.now()
+    const decisions = await run({
+      key: 'today',
+      limit: 2,
+      period: 'day',
+      steps: [{ op: 'consume' }, { op: 'consume' }, { op: 'consume' }],
+    })
+    const after = Date.now()
+    const midnight = (Math.floor(before / DAY) + 1) * DAY
+    expect(decisions.map((d) => [d.allowed, d.remaining])).toEqual([
+      [true, 1],
+      [true, 0],
+      [false, 0],
+    ])
+    // The time to the next 00:00 UTC, read between the test's two clock readings.
+    for (const d of decisions) {
+      expect(d.resetAfter).toBeLessThanOrEqual(midnight - before)
+      expect(d.resetAfter).toBeGreaterThanOrEqual(midnight - after)
+    }
+  })
+})
+
 describe('two Workers (two isolates) sharing one RateLimiterObject binding, SQLite-backed', () => {
   it('admit the limit between them, where per-isolate memory stores admit it in each', async () => {
     const shared = new Miniflare({

@@ -24,6 +24,7 @@ function gateway(store: Store) {
   const usage = async (apiKey: string) =>
     (await (await call('/v1/usage', apiKey)).json()) as {
       plan: string
+      limit: number
       used: number
       remaining: number
       resetsInSeconds: number
@@ -32,7 +33,7 @@ function gateway(store: Store) {
 }
 
 describe('examples/ai-gateway', () => {
-  it('charges the tokens the model reports, resets the quota on the 1st (UTC) and keeps usage across plan changes', async () => {
+  it('charges the tokens the model reports, shows usage beyond the quota after an overspent settle, keeps it across plan changes and resets on the 1st (UTC)', async () => {
     let now = Date.parse('2026-11-30T23:00:00Z')
     const { call, usage } = gateway(new MemoryStore({ now: () => now }))
 
@@ -49,21 +50,27 @@ describe('examples/ai-gateway', () => {
       const long = await call('/v1/completions', 'key-1', { prompt: 'x'.repeat(4 * 3_000), max_tokens: 4_000 })
       expect(long.status).toBe(200)
     }
-    const spent = await usage('key-1')
-    expect(spent.remaining).toBe(0)
+    // The usage shows the overspend: 107 + 2 × 5 000 = 10 107 used of 10 000, none remaining.
+    const used = 107 + 2 * 5_000
+    expect(await usage('key-1')).toMatchObject({ plan: 'free', limit: 10_000, used, remaining: 0 })
     const denied = await call('/v1/completions', 'key-1', { prompt: 'one more', max_tokens: 10 })
     expect(denied.status).toBe(429)
     expect(denied.headers.get('retry-after')).toBe('3600')
+    expect((await usage('key-1')).used).toBe(used)
 
-    // Upgrading keeps the month's usage, the overspend included (107 + 2 × 5 000 = 10 107, not the
-    // 10 000 a peek shows); downgrading leaves none until the month turns.
-    const used = 107 + 2 * 5_000
-    const upgraded = (await (await call('/v1/plan', 'key-1', { plan: 'pro' })).json()) as { used: number }
-    expect(upgraded).toMatchObject({ plan: 'pro', remaining: 1_000_000 - used })
+    // Upgrading keeps the month's usage, the overspend included; downgrading leaves none until the
+    // month turns, and the usage stays what was spent.
+    expect(await (await call('/v1/plan', 'key-1', { plan: 'pro' })).json()).toMatchObject({
+      plan: 'pro',
+      limit: 1_000_000,
+      used,
+      remaining: 1_000_000 - used,
+    })
     expect((await call('/v1/completions', 'key-1', { prompt: 'answer in 10 tokens', max_tokens: 10 })).status).toBe(200)
-    expect(await usage('key-1')).toMatchObject({ plan: 'pro', remaining: 1_000_000 - used - 15 })
+    expect(await usage('key-1')).toMatchObject({ plan: 'pro', used: used + 15, remaining: 1_000_000 - used - 15 })
     expect(await (await call('/v1/plan', 'key-1', { plan: 'free' })).json()).toMatchObject({
       plan: 'free',
+      used: used + 15,
       remaining: 0,
     })
 
@@ -86,7 +93,7 @@ describe('examples/ai-gateway', () => {
   })
 
   it.skipIf(redis === undefined)(
-    'keeps the quota in Redis: usage survives a new gateway on the same Redis',
+    'keeps the quota in Redis: usage, overspend included, survives a new gateway on the same Redis and a plan change',
     async () => {
       const prefix = `ai-gateway-test-${Math.random().toString(36).slice(2)}:`
       const first = gateway(new RedisStore({ client: redis as Redis, prefix }))
@@ -99,6 +106,21 @@ describe('examples/ai-gateway', () => {
         plan: 'pro',
         used: 55,
         remaining: 1_000_000 - 55,
+      })
+      // An overspent settle on Redis: 55 tokens, then 4 000 reserved and 5 000 used twice: 10 055 of free's 10 000.
+      expect(
+        (await second.call('/v1/completions', 'key-o', { prompt: 'answer in 50 tokens', max_tokens: 200 })).status,
+      ).toBe(200)
+      for (let i = 0; i < 2; i++) {
+        const long = await second.call('/v1/completions', 'key-o', { prompt: 'x'.repeat(4 * 3_000), max_tokens: 4_000 })
+        expect(long.status).toBe(200)
+      }
+      const overspent = 2 * 5_000 + 55
+      expect(await first.usage('key-o')).toMatchObject({ plan: 'free', used: overspent, remaining: 0 })
+      expect(await (await first.call('/v1/plan', 'key-o', { plan: 'pro' })).json()).toMatchObject({
+        plan: 'pro',
+        used: overspent,
+        remaining: 1_000_000 - overspent,
       })
       const keys = await (redis as Redis).keys(`${prefix}*`)
       expect(keys.length).toBeGreaterThanOrEqual(2) // the month's token count and the minute's requests

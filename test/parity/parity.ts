@@ -1,6 +1,6 @@
-import { type PolicySet, parsePolicies } from '@sluice/core'
-import type { Awaitable, Outcome, Store } from '@sluice/core/store'
-import type { Trace, TraceStep } from './traces.js'
+import { type Policy, type PolicySet, parsePolicies } from '@sluice/core'
+import { type Awaitable, type Outcome, policySetOf, type Store } from '@sluice/core/store'
+import type { Trace, TracePolicy, TraceStep } from './traces.js'
 
 /** A store under test, reading the trace's clock through `now`. */
 export type StoreFactory = (
@@ -21,7 +21,9 @@ export async function runTrace(
 ): Promise<(readonly Outcome[])[]> {
   let now = start
   const store = makeStore(() => now)
-  let set = parsePolicies(trace.limits)
+  let set = traceSet(trace.limits)
+  // Every set the trace decided on: a plan change to another period's window leaves a state behind.
+  const sets = [set]
   const results: (readonly Outcome[])[] = []
   const { steps } = trace
   try {
@@ -30,16 +32,42 @@ export async function runTrace(
       const answers = []
       do {
         const action = (steps[i] as TraceStep)[1]
-        if (typeof action === 'object' && 'plan' in action) set = parsePolicies(action.plan)
+        if (typeof action === 'object' && 'plan' in action) {
+          set = traceSet(action.plan)
+          sets.push(set)
+        }
         answers.push(ask(store, key, set, action, now))
         i++
       } while (together && i < steps.length && (steps[i] as TraceStep)[0] === 0)
       results.push(...(await Promise.all(answers)))
     }
   } finally {
-    await store.reset(key, set)
+    for (const used of sets) await store.reset(key, used)
   }
   return results
+}
+
+/**
+ * The policy set of a trace's limits: parsed as a limiter parses them, then each offset window
+ * given its `offset` and an id naming it, as `calendar-set.ts` resolves a period (`<id>@<start>`).
+ */
+export function traceSet(limits: readonly TracePolicy[]): PolicySet {
+  const parsed = parsePolicies(
+    limits.map((limit) => (typeof limit === 'object' && 'offset' in limit ? withoutOffset(limit) : limit)),
+  )
+  const policies = parsed.policies.map((policy, i): Policy => {
+    const limit = limits[i] as TracePolicy
+    if (typeof limit !== 'object' || !('offset' in limit)) return policy
+    if (!(limit.offset >= 0 && limit.offset < limit.window)) {
+      throw new Error(`offset ${limit.offset} is outside its window of ${limit.window} ms`)
+    }
+    return Object.freeze({ ...policy, offset: limit.offset, id: `${policy.id}@${limit.offset}` })
+  })
+  return policySetOf(policies)
+}
+
+function withoutOffset<T extends { offset: number }>({ offset: _, ...rest }: T): Omit<T, 'offset'> {
+  return rest
 }
 
 /** One step's outcomes; a refund is sent, then a peek shows its effect (sent in that order). */

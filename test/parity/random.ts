@@ -1,11 +1,19 @@
-import { type AlgorithmName, type PolicyOptions, parsePolicy } from '@sluice/core'
+import type { AlgorithmName, Policy, PolicyOptions } from '@sluice/core'
 import { capacityOf } from '@sluice/core/store'
 import fc from 'fast-check'
-import type { Trace, TraceStep } from './traces.js'
+import { traceSet } from './parity.js'
+import { type OffsetWindow, TRACE_START, type Trace, type TracePolicy, type TraceStep } from './traces.js'
 
 const WINDOWS = [1, 7, 10, 100, 999, 1000, 3000, 60_000]
+const HOUR = 3_600_000
+const DAY = 24 * HOUR
+/** The lengths calendar periods resolve into besides the plain ones: days of 23 and 25 hours (daylight saving), months of 28 to 31 days. */
+const PERIOD_WINDOWS = [23 * HOUR, DAY, 25 * HOUR, 28 * DAY, 29 * DAY, 30 * DAY, 31 * DAY]
 
-const policyArbitrary: fc.Arbitrary<PolicyOptions> = fc
+const isOffsetWindow = (policy: TracePolicy): policy is OffsetWindow => typeof policy === 'object' && 'offset' in policy
+const parsed = (policy: TracePolicy) => traceSet([policy]).policies[0] as Policy
+
+const policyArbitrary: fc.Arbitrary<TracePolicy> = fc
   .record({
     algorithm: fc.constantFrom<AlgorithmName>('fixed-window', 'sliding-window', 'sliding-log', 'token-bucket', 'gcra'),
     limit: fc.integer({ min: 3, max: 20 }),
@@ -14,8 +22,22 @@ const policyArbitrary: fc.Arbitrary<PolicyOptions> = fc
     precision: fc.constantFrom(1, 2, 3, 4, 5),
     delayFactor: fc.option(fc.double({ min: 0, max: 2, noNaN: true }), { nil: undefined }),
     blockFor: fc.option(fc.constantFrom(1, 50, 999, 5000), { nil: undefined, freq: 3 }),
+    // fixed-window: half the time a window starting at an offset, as a calendar period is resolved.
+    period: fc.option(
+      fc.record({
+        window: fc.constantFrom(...WINDOWS, ...PERIOD_WINDOWS),
+        offset: fc.nat({ max: 31 * DAY - 1 }),
+        named: fc.boolean(),
+      }),
+      { nil: undefined, freq: 2 },
+    ),
   })
-  .map(({ algorithm, limit, window, burstFactor, precision, delayFactor, blockFor }) => {
+  .map(({ algorithm, limit, window, burstFactor, precision, delayFactor, blockFor, period }): TracePolicy => {
+    if (algorithm === 'fixed-window' && period !== undefined) {
+      const at: OffsetWindow = { algorithm, limit, window: period.window, offset: period.offset % period.window }
+      const named = period.named ? { ...at, name: `period-${period.window}` } : at
+      return blockFor === undefined ? named : { ...named, blockFor }
+    }
     const options: PolicyOptions = { algorithm, limit, window }
     if (blockFor !== undefined) options.blockFor = blockFor
     if (algorithm === 'gcra' || algorithm === 'token-bucket') {
@@ -26,37 +48,76 @@ const policyArbitrary: fc.Arbitrary<PolicyOptions> = fc
     return options
   })
 
-/** Random policy sets (1–3 policies, any algorithm) and 1–40 steps of clock moves, costs, peeks and refunds. */
+/**
+ * A step as generated: an advance in ms, or to `by` ms from the next boundary of the set's
+ * `of`-th offset window (worked out once the trace's times are known); a plan step gives the
+ * named offset windows a new limit.
+ */
+type Advance = number | { readonly of: number; readonly by: -1 | 0 | 1 }
+type Action = TraceStep[1] | { readonly replan: number }
+
+/**
+ * Random policy sets (1–3 policies, any algorithm, fixed windows at an offset among them) and
+ * 1–40 steps of clock moves (to just before, at or after a period's boundary too), costs, peeks,
+ * refunds, penalties, blocks and plan changes of named offset windows. Run from `TRACE_START`.
+ */
 export const traceArbitrary: fc.Arbitrary<Trace> = fc
   .uniqueArray(policyArbitrary, {
     minLength: 1,
     maxLength: 3,
-    selector: (p) => parsePolicy(p).name,
+    selector: (p) => parsed(p).name,
   })
   .chain((limits) => {
-    const maxCost = Math.min(3, ...limits.map((p) => capacityOf(parsePolicy(p))))
-    const longest = Math.max(...limits.map((p) => Number(p.window)))
-    const step: fc.Arbitrary<TraceStep> = fc.tuple(
-      fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 5 }), fc.integer({ min: 0, max: longest * 2 })),
-      fc.oneof(
-        { weight: 6, arbitrary: fc.integer({ min: 1, max: maxCost }) },
-        { weight: 1, arbitrary: fc.constant('peek' as const) },
-        { weight: 2, arbitrary: fc.integer({ min: 1, max: maxCost }).map((refund) => ({ refund })) },
-        { weight: 1, arbitrary: fc.integer({ min: 1, max: 12 }).map((penalty) => ({ penalty })) },
-        { weight: 1, arbitrary: fc.integer({ min: 1, max: longest * 2 }).map((block) => ({ block })) },
-        {
-          weight: 2,
-          arbitrary: fc
-            .tuple(fc.integer({ min: 1, max: maxCost }), fc.integer({ min: 0, max: longest * 2 }))
-            .map(([refund, ago]) => ({ refund, ago })),
-        },
-      ),
-    )
+    const maxCost = Math.min(3, ...limits.map((p) => capacityOf(parsed(p))))
+    const longest = Math.max(...limits.map((p) => parsed(p).window))
+    const periods = limits.filter(isOffsetWindow).length
+    const advances: fc.Arbitrary<Advance>[] = [
+      fc.constant(0),
+      fc.integer({ min: 1, max: 5 }),
+      fc.integer({ min: 0, max: longest * 2 }),
+    ]
+    if (periods > 0) {
+      advances.push(fc.record({ of: fc.nat({ max: periods - 1 }), by: fc.constantFrom<-1 | 0 | 1>(-1, 0, 1) }))
+    }
+    const actions: fc.WeightedArbitrary<Action>[] = [
+      { weight: 6, arbitrary: fc.integer({ min: 1, max: maxCost }) },
+      { weight: 1, arbitrary: fc.constant('peek' as const) },
+      { weight: 2, arbitrary: fc.integer({ min: 1, max: maxCost }).map((refund) => ({ refund })) },
+      { weight: 1, arbitrary: fc.integer({ min: 1, max: 12 }).map((penalty) => ({ penalty })) },
+      { weight: 1, arbitrary: fc.integer({ min: 1, max: longest * 2 }).map((block) => ({ block })) },
+      {
+        weight: 2,
+        arbitrary: fc
+          .tuple(fc.integer({ min: 1, max: maxCost }), fc.integer({ min: 0, max: longest * 2 }))
+          .map(([refund, ago]) => ({ refund, ago })),
+      },
+    ]
+    if (limits.some((p) => isOffsetWindow(p) && p.name !== undefined)) {
+      // New limits no lower than the generated ones, so that every cost stays within capacity.
+      actions.push({ weight: 1, arbitrary: fc.integer({ min: 3, max: 40 }).map((replan) => ({ replan })) })
+    }
     return fc.record({
-      name: fc.constant('random'),
       limits: fc.constant(limits),
-      steps: fc.array(step, { minLength: 1, maxLength: 40 }),
+      steps: fc.array(fc.tuple(fc.oneof(...advances), fc.oneof(...actions)), { minLength: 1, maxLength: 40 }),
       start: fc.integer({ min: 0, max: 1_000_000 }),
     })
   })
-  .map(({ start, ...trace }) => ({ ...trace, steps: [[start, 'peek'] as TraceStep, ...trace.steps] }))
+  .map(({ limits, steps, start }): Trace => {
+    const periods = limits.filter(isOffsetWindow)
+    let now = TRACE_START + start
+    const resolved = steps.map(([advance, action]): TraceStep => {
+      const ms =
+        typeof advance === 'number' ? advance : untilBoundary(now, periods[advance.of] as OffsetWindow, advance.by)
+      now += ms
+      if (typeof action !== 'object' || !('replan' in action)) return [ms, action]
+      const plan = limits.map((p) => (isOffsetWindow(p) && p.name !== undefined ? { ...p, limit: action.replan } : p))
+      return [ms, { plan }]
+    })
+    return { name: 'random', limits, steps: [[start, 'peek'], ...resolved] }
+  })
+
+/** Milliseconds from `now` to `by` ms from the end of the window of `period` that holds `now`. */
+function untilBoundary(now: number, { window, offset }: OffsetWindow, by: -1 | 0 | 1): number {
+  const end = now - ((now - offset) % window) + window
+  return end + by - now
+}

@@ -1,4 +1,4 @@
-import type { PolicyInput } from '@sluice/core'
+import type { PolicyInput, PolicyOptions } from '@sluice/core'
 
 /** Give back `refund` units (admitted `ago` ms before now, when given), then peek to show the effect. */
 export interface RefundAction {
@@ -16,9 +16,23 @@ export interface BlockAction {
   readonly block: number
 }
 
+/**
+ * A trace's policy: as a limiter takes it, or a fixed window whose windows start `offset` ms after
+ * a multiple of `window` since the epoch: what the limiter resolves a calendar period into (no
+ * limiter option sets an offset), so every store is driven on calendar windows directly.
+ */
+export type TracePolicy = PolicyInput | OffsetWindow
+
+/** A fixed window starting at `offset` (0 ≤ offset < window), its id naming the offset as a period's names its start. */
+export interface OffsetWindow extends PolicyOptions {
+  readonly algorithm: 'fixed-window'
+  readonly window: number
+  readonly offset: number
+}
+
 /** Go on with these limits (a plan change: named policies keep their state), then peek under them. */
 export interface PlanAction {
-  readonly plan: readonly PolicyInput[]
+  readonly plan: readonly TracePolicy[]
 }
 
 /** Advance the clock by `advance` ms, then consume `cost` units, peek, refund, take a penalty, block or change plan. */
@@ -29,12 +43,34 @@ export type TraceStep = readonly [
 
 export interface Trace {
   readonly name: string
-  readonly limits: readonly PolicyInput[]
+  readonly limits: readonly TracePolicy[]
   readonly steps: readonly TraceStep[]
 }
 
 /** Not aligned to any window, so the first window is already partly gone. */
 export const TRACE_START = 1_700_000_000_123
+
+const HOUR = 3_600_000
+
+/** Steps at these times (epoch ms, from `TRACE_START` on), as the advances a trace is written in. */
+function at(...steps: (readonly [time: number, action: TraceStep[1]])[]): TraceStep[] {
+  let now = TRACE_START
+  return steps.map(([time, action]) => {
+    const advance = time - now
+    now = time
+    return [advance, action]
+  })
+}
+
+/** The fixed window the limiter resolves the period from `start` to `end` into. */
+function periodWindow(start: number, end: number, options: { limit: number; name?: string }): OffsetWindow {
+  const window = end - start
+  return { algorithm: 'fixed-window', window, offset: start % window, ...options }
+}
+
+/** A calendar month (UTC) as the limiter resolves it; `month` from 0 as `Date.UTC` counts. */
+const monthOf = (year: number, month: number, options: { limit: number; name?: string }) =>
+  periodWindow(Date.UTC(year, month, 1), Date.UTC(year, month + 1, 1), options)
 
 const times = (n: number, step: TraceStep): TraceStep[] => Array.from({ length: n }, () => step)
 const refund = (units: number, ago?: number): RefundAction =>
@@ -380,6 +416,62 @@ export const traces: readonly Trace[] = [
       ],
     }
   }),
+  {
+    // Each month is a window of its own length starting on its 1st; the limiter moves a named
+    // quota to the next month's window at the boundary, a new state (its id names the start).
+    name: 'fixed-window at an offset: calendar months of 30 and 31 days, a named quota changing plan mid-month',
+    limits: [monthOf(2023, 10, { name: 'monthly', limit: 5 }), { limit: 3, window: 1000, algorithm: 'fixed-window' }],
+    steps: at(
+      [TRACE_START, 2],
+      [Date.UTC(2023, 10, 30, 23, 59, 59, 999), 3],
+      [Date.UTC(2023, 10, 30, 23, 59, 59, 999), 1],
+      [Date.UTC(2023, 10, 30, 23, 59, 59, 999), refund(1, 1000)],
+      [Date.UTC(2023, 11, 1), 'peek'],
+      [Date.UTC(2023, 11, 1), { plan: [monthOf(2023, 11, { name: 'monthly', limit: 5 }), '3/s'] }],
+      [Date.UTC(2023, 11, 1), 3],
+      [Date.UTC(2023, 11, 1, 0, 0, 0, 500), 2],
+      [Date.UTC(2023, 11, 10), { plan: [monthOf(2023, 11, { name: 'monthly', limit: 10 }), '3/s'] }],
+      [Date.UTC(2023, 11, 10), 3],
+      // Admitted in November: nothing comes back into December.
+      [Date.UTC(2023, 11, 10), refund(1, 10 * 24 * HOUR)],
+      // 30 days after 1 December: a 30-day window would turn here, December's 31 days do not.
+      [Date.UTC(2023, 11, 30, 23, 59, 59, 999), 'peek'],
+      [Date.UTC(2023, 11, 31), 'peek'],
+      [Date.UTC(2023, 11, 31), 2],
+      [Date.UTC(2023, 11, 31, 23, 59, 59, 999), { penalty: 4 }],
+      [Date.UTC(2024, 0, 1), 'peek'],
+      [Date.UTC(2024, 0, 1), { plan: [monthOf(2024, 0, { name: 'monthly', limit: 10 }), '3/s'] }],
+      [Date.UTC(2024, 0, 31, 23, 59, 59, 999), 3],
+    ),
+  },
+  {
+    // Days in Europe/Berlin: 31 March 2024 has 23 hours (from 23:00 UTC the day before), 27
+    // October 2024 has 25 (from 22:00 UTC), the days around them 24.
+    name: 'fixed-window at an offset: days of 23 and 25 hours (daylight saving), an unnamed quota',
+    limits: [periodWindow(Date.UTC(2024, 2, 30, 23), Date.UTC(2024, 2, 31, 22), { limit: 4 })],
+    steps: at(
+      [Date.UTC(2024, 2, 30, 23), 'peek'],
+      [Date.UTC(2024, 2, 31, 12), 3],
+      [Date.UTC(2024, 2, 31, 21, 59, 59, 999), 2],
+      [Date.UTC(2024, 2, 31, 21, 59, 59, 999), 1],
+      [Date.UTC(2024, 2, 31, 22), 'peek'],
+      [
+        Date.UTC(2024, 2, 31, 22),
+        { plan: [periodWindow(Date.UTC(2024, 2, 31, 22), Date.UTC(2024, 3, 1, 22), { limit: 4 })] },
+      ],
+      [Date.UTC(2024, 2, 31, 22, 30), 4],
+      [
+        Date.UTC(2024, 9, 26, 22),
+        { plan: [periodWindow(Date.UTC(2024, 9, 26, 22), Date.UTC(2024, 9, 27, 23), { limit: 4 })] },
+      ],
+      [Date.UTC(2024, 9, 26, 22), 4],
+      // 24 hours in: a 24-hour day would have turned, this one has an hour to go.
+      [Date.UTC(2024, 9, 27, 22), 1],
+      [Date.UTC(2024, 9, 27, 22, 59, 59, 999), { penalty: 2 }],
+      [Date.UTC(2024, 9, 27, 23), 'peek'],
+      [Date.UTC(2024, 9, 27, 23), 1],
+    ),
+  },
   ...(['token-bucket', 'gcra'] as const).map(
     (algorithm): Trace => ({
       name: `${algorithm}, a named policy whose burst and shaping change`,

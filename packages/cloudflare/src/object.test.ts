@@ -1,7 +1,7 @@
 // RateLimiterObject in Node, on a storage of our own with no input gate: the object's own logic
 // must keep a key's decisions in order. The workerd tests (test/edge/durable-object.test.ts) run
 // it on the real runtime.
-import { parsePolicies } from '@sluice/core'
+import { type Policy, parsePolicies } from '@sluice/core'
 import type { Outcome } from '@sluice/core/store'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { FakeStorage } from './fake-storage.test-util.js'
@@ -72,6 +72,31 @@ describe('RateLimiterObject', () => {
     expect((await send({ op: 'peek', key: 1, policies })).body).toBe('key must be a string')
     expect((await send({ op: 'peek', key: 'k', policies: [] })).body).toBe('policies must be a non-empty array')
     expect((await send({ op: 'consume', key: 'k', policies, cost: 'x' })).body).toBe('cost must be a finite number')
+    // A policy missing a number its transition reads would decide on NaN, which limits nothing.
+    const { offset: _, ...withoutOffset } = policies[0] as Policy
+    expect((await send({ op: 'peek', key: 'k', policies: [withoutOffset] })).body).toBe(
+      'policies[0].offset must be a finite number',
+    )
+    expect((await send({ op: 'peek', key: 'k', policies: [{ ...policies[0], algorithm: 'leaky' }] })).body).toBe(
+      'policies[0].algorithm must be one of fixed-window, sliding-window, sliding-log, token-bucket, gcra',
+    )
+    expect((await send({ op: 'peek', key: 'k', policies: [null] })).body).toBe('policies[0] must be a policy object')
+  })
+
+  it("starts fixed windows at the policy's offset, as a calendar period is resolved", async () => {
+    const { call } = setup()
+    // Windows of 1000 ms starting 300 ms after each whole second (T0 is one).
+    const shifted = [{ ...(policies[0] as Policy), offset: 300, id: 'fixed@300' }]
+    expect((await call({ policies: shifted, cost: 10, now: T0 + 299 }))?.[0]).toMatchObject({
+      remaining: 0,
+      resetAfter: 1,
+    })
+    expect((await call({ policies: shifted, now: T0 + 299 }))?.[0]).toMatchObject({ allowed: false, retryAfter: 1 })
+    expect((await call({ policies: shifted, now: T0 + 300 }))?.[0]).toMatchObject({
+      allowed: true,
+      remaining: 9,
+      resetAfter: 1000,
+    })
   })
 
   it('deletes a key whose last policy is reset, and what an alarm finds past its sweep time', async () => {

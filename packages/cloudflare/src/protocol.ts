@@ -1,10 +1,11 @@
-import type { Policy } from '@sluice/core'
+import { ALGORITHMS, type AlgorithmName, type Policy } from '@sluice/core'
 import type { Outcome } from '@sluice/core/store'
 
 /**
  * One call from a `DurableObjectStore` to a `RateLimiterObject`: a JSON body POSTed to the
  * object's `fetch`. `now` is the caller's clock when the store was given one (tests); otherwise
- * the object reads its own.
+ * the object reads its own. The policies are as the limiter resolved them: a calendar period is a
+ * fixed window with its `offset`, sent without its `calendar`.
  */
 export type LimiterRequest =
   | { op: 'consume'; key: string; policies: readonly Policy[]; cost: number; now?: number }
@@ -21,6 +22,8 @@ export type LimiterResponse = readonly Outcome[] | null
 export const PROTOCOL_URL = 'https://sluice.durable-object/'
 
 const OPS: ReadonlySet<string> = new Set(['consume', 'peek', 'reset', 'refund', 'penalize', 'block'])
+/** The numbers of a policy the transitions read: one missing would decide on NaN and limit nothing. */
+const POLICY_NUMBERS = ['limit', 'window', 'burst', 'precision', 'maxDelay', 'blockFor', 'offset'] as const
 
 /** The request if `body` is one, else a sentence saying what is wrong with it. */
 export function parseRequest(body: unknown): LimiterRequest | string {
@@ -29,6 +32,17 @@ export function parseRequest(body: unknown): LimiterRequest | string {
   if (typeof op !== 'string' || !OPS.has(op)) return `op must be one of ${[...OPS].join(', ')}`
   if (typeof key !== 'string') return 'key must be a string'
   if (!Array.isArray(policies) || policies.length === 0) return 'policies must be a non-empty array'
+  for (const [i, policy] of policies.entries()) {
+    if (policy === null || typeof policy !== 'object') return `policies[${i}] must be a policy object`
+    const fields = policy as Record<string, unknown>
+    if (typeof fields.id !== 'string') return `policies[${i}].id must be a string`
+    if (!ALGORITHMS.includes(fields.algorithm as AlgorithmName)) {
+      return `policies[${i}].algorithm must be one of ${ALGORITHMS.join(', ')}`
+    }
+    for (const name of POLICY_NUMBERS) {
+      if (!Number.isFinite(fields[name])) return `policies[${i}].${name} must be a finite number`
+    }
+  }
   for (const name of ['cost', 'duration', 'now', 'admittedAt']) {
     const value = (body as Record<string, unknown>)[name]
     if (value !== undefined && !Number.isFinite(value)) return `${name} must be a finite number`

@@ -104,3 +104,37 @@ describe.each(ALGORITHMS)(
     })
   },
 )
+
+describe('DurableObjectStore: calendar periods', () => {
+  const DAY = 86_400_000
+
+  it('serves a monthly quota through the object, fresh at 00:00 UTC on the 1st', async () => {
+    let now = Date.UTC(2026, 0, 31, 23, 59, 59, 999)
+    const store = new DurableObjectStore({ namespace: namespace(), now: () => now })
+    const monthly = createLimiter({ limits: { limit: 3, period: 'month' }, store })
+    expect((await monthly.consume('user', { cost: 3 })).remaining).toBe(0)
+    expect(await monthly.consume('user')).toMatchObject({ allowed: false, retryAfter: 1, resetAfter: 1 })
+    now += 1
+    // February: 28 days to its end.
+    expect(await monthly.consume('user')).toMatchObject({ allowed: true, remaining: 2, resetAfter: 28 * DAY })
+  })
+
+  it('sends a billing-day period as its fixed window, without the anchor function JSON cannot carry', async () => {
+    const ns = namespace()
+    let now = Date.UTC(2026, 1, 27, 23, 59, 59, 999)
+    const store = new DurableObjectStore({ namespace: ns, now: () => now })
+    const billingDay = new Map([['customer', '2026-01-31']])
+    const limits = { limit: 3, period: 'month', anchor: (key: string) => billingDay.get(key) ?? '2026-01-01' } as const
+    const monthly = createLimiter({ limits, store })
+    expect((await monthly.consume('customer', { cost: 3 })).allowed).toBe(true)
+    expect(await monthly.consume('customer')).toMatchObject({ allowed: false, resetAfter: 1 })
+    // February lacks the 31st: its period starts on the 28th and runs to 31 March.
+    now += 1
+    const start = Date.UTC(2026, 1, 28)
+    expect(await monthly.consume('customer')).toMatchObject({ allowed: true, remaining: 2, resetAfter: 31 * DAY })
+    const sent = (ns.bodies.at(-1) as { policies: Record<string, unknown>[] }).policies[0]
+    expect(sent).not.toHaveProperty('calendar')
+    expect(sent).toMatchObject({ algorithm: 'fixed-window', window: 31 * DAY, offset: start % (31 * DAY) })
+    expect(sent?.id).toMatch(new RegExp(`@${start}$`))
+  })
+})

@@ -1,4 +1,4 @@
-import { ConfigError, type PolicySet } from '@sluice/core'
+import { ConfigError, type Policy, type PolicySet } from '@sluice/core'
 import { assertKnownOptions, type Outcome, type Store } from '@sluice/core/store'
 import { type LimiterRequest, type LimiterResponse, PROTOCOL_URL } from './protocol.js'
 import { shardOf } from './shard.js'
@@ -60,6 +60,12 @@ type Call<R = LimiterRequest> = R extends LimiterRequest ? Omit<R, 'key' | 'poli
  * loads in Node (tests, type checks) and the object class needs no base class.
  */
 export class DurableObjectStore implements Store {
+  /**
+   * Fixed windows start at the policy's offset (calendar periods): the object runs core's
+   * transitions on the fixed window the limiter resolved, on the same clock the limiter chose the
+   * period by when the store has a `now`, else on the object's own.
+   */
+  readonly calendarPeriods = true
   /** The shard count, or undefined for one object per key. */
   readonly shards: number | undefined
   readonly #namespace: DurableObjectNamespaceLike
@@ -143,7 +149,7 @@ export class DurableObjectStore implements Store {
   }
 
   async #call(key: string, set: PolicySet, call: Call): Promise<LimiterResponse> {
-    const request = { ...call, key, policies: set.policies, now: this.#now === undefined ? undefined : this.now() }
+    const request = { ...call, key, policies: wirePolicies(set), now: this.#now === undefined ? undefined : this.now() }
     const id = this.#namespace.idFromName(this.objectName(key))
     const stub = this.#getOptions === undefined ? this.#namespace.get(id) : this.#namespace.get(id, this.#getOptions)
     const response = await stub.fetch(PROTOCOL_URL, {
@@ -156,4 +162,23 @@ export class DurableObjectStore implements Store {
     }
     return (await response.json()) as LimiterResponse
   }
+}
+
+/** What is sent for each set, made once per set (the limiter hands a store one set per period). */
+const sent = new WeakMap<PolicySet, readonly Policy[]>()
+
+/**
+ * The set's policies as the object needs them. A calendar policy reaches the store resolved into
+ * the fixed window of its period (`window`, `offset`, an id naming the period's start), which is
+ * all the object decides on; its `calendar` is left out, its anchor possibly a function that JSON
+ * cannot carry.
+ */
+function wirePolicies(set: PolicySet): readonly Policy[] {
+  if (!set.policies.some((policy) => policy.calendar !== undefined)) return set.policies
+  let policies = sent.get(set)
+  if (policies === undefined) {
+    policies = set.policies.map((policy) => ({ ...policy, calendar: undefined }))
+    sent.set(set, policies)
+  }
+  return policies
 }

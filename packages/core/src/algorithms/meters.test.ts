@@ -11,16 +11,19 @@ const policyArb = (algorithm: AlgorithmName) =>
       burst: fc.integer({ min: 1, max: 20 }),
       precision: fc.constantFrom(1, 2, 5, 10),
       maxDelay: fc.constantFrom(0, 100, 700),
+      offset: fc.nat({ max: 1499 }),
     })
-    .map(({ limit, window, burst, precision, maxDelay }) =>
-      parsePolicy({
+    .map(({ limit, window, burst, precision, maxDelay, offset }): Policy => {
+      const policy = parsePolicy({
         limit,
         window,
         algorithm,
         ...(algorithm === 'gcra' || algorithm === 'token-bucket' ? { burst, maxDelay } : {}),
         ...(algorithm === 'sliding-window' ? { precision } : {}),
-      }),
-    )
+      })
+      // A fixed window starting at an offset, as a calendar period is resolved (calendar-set.ts).
+      return algorithm === 'fixed-window' ? { ...policy, offset: offset % window } : policy
+    })
 
 /** Steps of clock moves (some backwards, as NTP may) and costs; cost 0 is a report. */
 const stepsArb = fc.array(
