@@ -1,10 +1,13 @@
-import type { MemoryStore, PolicySet } from '@sluice/core'
+import type { AlgorithmName, MemoryStore, PolicySet } from '@sluice/core'
 import type { Outcome } from '@sluice/core/store'
 import type { ScriptClient } from '../client.js'
 import type { RedisStore } from '../store.js'
 import { EXACT_TIMEOUT_MS } from './exact.js'
 import { Leases } from './leases.js'
 import { withTimeout } from './timeout.js'
+
+/** The algorithms this path decides: a bucket's state is a function of time, not a count a sync could carry. */
+export const BUCKETS: readonly AlgorithmName[] = Object.freeze(['token-bucket', 'gcra'])
 
 /** What leasing needs beyond the bucket path's own stores (absent: `lease: false`). */
 export interface LeaseConfig {

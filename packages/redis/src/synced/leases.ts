@@ -179,9 +179,30 @@ export class Leases {
     if (this.#size >= this.#o.maxKeys) return undefined
     this.#start()
     lease = new Lease(this.#o.redis.keysOf(key, set), this.#cluster ? slotOf(hashTag(key)) : 0, set, this.#local())
+    this.#giveBackShared(key, lease)
     byKey.set(key, lease)
     this.#size++
     return lease
+  }
+
+  /**
+   * A key's new lease under one set gives back what this node holds of the same states under other
+   * sets, queued before its first take (one call): a named policy whose plan changed is a new set
+   * on the same state, and the old plan's grant would otherwise count as used until it idles out.
+   * A set still in use takes again at its next request.
+   */
+  #giveBackShared(key: string, lease: Lease): void {
+    const ops: Op[] = []
+    for (const [set, byKey] of this.#leases) {
+      const other = set === lease.set ? undefined : byKey.get(key)
+      if (other === undefined) continue
+      for (const [index, state] of other.keys.entries()) {
+        const held = other.held[index] as number
+        if (held > 0 && lease.keys.includes(state)) this.#push(ops, other, index, -held)
+      }
+    }
+    // A failed give-back is not sent again (see #push); the take after it answers for itself.
+    if (ops.length > 0) this.#enqueue(ops).catch(() => undefined)
   }
 
   #start(): void {
