@@ -210,4 +210,3 @@ describe('SyncedStore with Redis unreachable: a named bucket across a plan chang
     })
   }
 })
-

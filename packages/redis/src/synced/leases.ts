@@ -187,15 +187,17 @@ export class Leases {
 
   /**
    * A key's new lease under one set gives back what this node holds of the same states under other
-   * sets, queued before its first take (one call): a named policy whose plan changed is a new set
-   * on the same state, and the old plan's grant would otherwise count as used until it idles out.
-   * A set still in use takes again at its next request.
+   * sets, queued before its first take (one call), and clears their demand so the syncs top none
+   * of them up again: a named policy whose plan changed is a new set on the same state, and the old
+   * plan's grant would otherwise count as used until it idled out. A set still in use takes again
+   * at its next request, and its rate comes back at the next sync.
    */
   #giveBackShared(key: string, lease: Lease): void {
     const ops: Op[] = []
     for (const [set, byKey] of this.#leases) {
       const other = set === lease.set ? undefined : byKey.get(key)
-      if (other === undefined) continue
+      if (other === undefined || !other.keys.some((state) => lease.keys.includes(state))) continue
+      other.demand.clear()
       for (const [index, state] of other.keys.entries()) {
         const held = other.held[index] as number
         if (held > 0 && lease.keys.includes(state)) this.#push(ops, other, index, -held)
