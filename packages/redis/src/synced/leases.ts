@@ -49,7 +49,9 @@ export interface LeasesOptions {
  * gives back what is beyond twice that. A request that finds too little held waits for a take (one
  * call shared by the requests of that event-loop turn). When Redis gives less than asked, the
  * quota is low: the node spends what it holds, then decides the key per request (`exactly`) until
- * a sync's grant comes back whole.
+ * a sync's grant comes back whole. Leases are per (set, key): two sets on one state (a named
+ * policy's plans, or one policy in two sets) each hold their own grant, taken from the state, so
+ * nothing is counted twice; a key's new lease gives the others' grants on its state back first.
  */
 export class Leases {
   readonly #o: LeasesOptions
