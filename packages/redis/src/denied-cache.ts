@@ -8,6 +8,11 @@ interface Entry {
   readonly until: number
   readonly cost: number
   readonly outcomes: readonly Outcome[]
+  /**
+   * The policies the denial was decided under. Two plans of a named policy share a set id (and
+   * so the entry: one state), but not their limits: only the same policies get the same answer.
+   */
+  readonly policies: readonly Policy[]
 }
 
 /**
@@ -29,9 +34,9 @@ export class DeniedCache {
     return this.#entries.size
   }
 
-  get(id: string, cost: number, now: number): readonly Outcome[] | undefined {
+  get(id: string, policies: readonly Policy[], cost: number, now: number): readonly Outcome[] | undefined {
     const entry = this.#entries.get(id)
-    if (entry === undefined) return undefined
+    if (entry === undefined || entry.policies !== policies) return undefined
     if (now >= entry.until) {
       this.#entries.delete(id)
       return undefined
@@ -80,7 +85,7 @@ export class DeniedCache {
       const oldest = this.#entries.keys().next()
       if (!oldest.done) this.#entries.delete(oldest.value)
     }
-    this.#entries.set(id, { at: now, until: now + valid, cost, outcomes })
+    this.#entries.set(id, { at: now, until: now + valid, cost, outcomes, policies })
   }
 
   /** Drops an entry an admitted request has made stale. */

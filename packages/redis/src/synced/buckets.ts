@@ -1,10 +1,13 @@
-import type { MemoryStore, PolicySet } from '@sluice/core'
+import type { AlgorithmName, MemoryStore, PolicySet } from '@sluice/core'
 import type { Outcome } from '@sluice/core/store'
 import type { ScriptClient } from '../client.js'
 import type { RedisStore } from '../store.js'
 import { EXACT_TIMEOUT_MS } from './exact.js'
 import { Leases } from './leases.js'
 import { withTimeout } from './timeout.js'
+
+/** The algorithms this path decides: a bucket's state is a function of time, not a count a sync could carry. */
+export const BUCKETS: readonly AlgorithmName[] = Object.freeze(['token-bucket', 'gcra'])
 
 /** What leasing needs beyond the bucket path's own stores (absent: `lease: false`). */
 export interface LeaseConfig {
@@ -19,7 +22,9 @@ export interface LeaseConfig {
  * leased, else exact through `RedisStore`, waiting at most EXACT_TIMEOUT_MS. While the node is
  * degraded, or when a call fails, the key is decided in memory on this node's share of each limit
  * and burst; those decisions are not sent to Redis later (a bucket's refill makes them a function
- * of time, not a total a sync could carry).
+ * of time, not a total a sync could carry). A named policy keeps its state across a plan change on
+ * every path: Redis's state records its burst or limit (leases included, see LEASE_LUA and
+ * `Leases`), and the share's policies keep their ids, so the MemoryStore converts its state too.
  */
 export class BucketPath {
   readonly #leases: Leases | undefined

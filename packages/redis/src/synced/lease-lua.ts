@@ -1,4 +1,5 @@
 import { nowFromArgv } from '../lua/now.js'
+import { STORED_LUA } from '../lua/stored.js'
 
 /**
  * The lease script: for many token-bucket or GCRA states at once, takes a grant of units out of
@@ -8,20 +9,52 @@ import { nowFromArgv } from '../lua/now.js'
  *
  * KEYS: one per operation (a key's policy); on a Cluster all in one slot.
  * ARGV: [1] the policies, four little-endian doubles per operation: DECIDE_LUA's algorithm code,
- *       limit, window and burst, [2] one little-endian double
+ *       limit, window and burst (a leased policy has no maxDelay), [2] one little-endian double
  *       per operation: units wanted (> 0) or given back (< 0), [3] optional: now in epoch ms (tests).
  * Reply: little-endian doubles: now, then per operation the units granted and the state after
- *        it (token bucket: tokens and updated; GCRA: tat and 0).
- * Grants: at most what is left; once under 10 % of the burst is left, at most half of that
- *         (seed 001 §4.4 (5)), so the last units go out in ever smaller grants and then none:
- *         the node decides the key per request.
- * Give-backs: as REFUND_LUA (refundTokenBucket, refundGcra): never above a full bucket or
- *         before now, SET ... KEEPTTL, a missing (full) state stays missing.
+ *        it read against the operation's policy (token bucket: tokens and now; GCRA: tat and 0).
+ * Grants: read the state as DECIDE_LUA does (STORED_LUA: a state written under another burst or
+ *         limit of a named policy keeps its units used) and write its layout (tokens, updated,
+ *         burst; tat, limit), so the next decision under any plan converts it. At most what is
+ *         left; once under 10 % of the burst is left, at most half of that (seed 001 §4.4 (5)), so
+ *         the last units go out in ever smaller grants and then none: the node decides the key per
+ *         request.
+ * Give-backs: the units go back in the state's own terms (the burst or limit it was written at,
+ *         no refill, `updated` kept), so a grant taken under one plan and given back after a
+ *         change to another undoes exactly its units: refilling to now at the old plan's rate
+ *         would credit the time since the last write at the wrong rate. Never above a full bucket
+ *         or before now (as refundTokenBucket, refundGcra), SET ... KEEPTTL (the time to full only
+ *         shrinks), a missing (full) state stays missing.
  */
 export const LEASE_LUA = `
 local EXPIRY_SLACK_MS = 1000
 local policies, amounts = ARGV[1], ARGV[2]
 ${nowFromArgv(3)}
+${STORED_LUA}
+
+local function ceilMs(ms)
+  if ms <= 1e-6 then return 0 end
+  return math.ceil(ms - 1e-6)
+end
+
+-- As DECIDE_LUA (core's tokensAt): the bucket refilled to now, read against this burst; updated
+-- more than a window after now reads as a full bucket.
+local function tokensNow(state, limit, window, burst)
+  local capacity = burst * window
+  if not state then return capacity end
+  local t, u = storedTokens(state, window, burst)
+  if u - now > window then return capacity end
+  return math.min(capacity, t + math.max(0, now - u) * limit)
+end
+
+-- As DECIDE_LUA (core's backlogOf) without maxDelay: how far the TAT lies after now, at this
+-- limit; a TAT more than a window (and 1 ms) beyond tolerance reads as none.
+local function backlogNow(state, limit, window, burst)
+  if not state then return 0 end
+  local backlog = storedBacklog(state, now, limit, window, burst, 0)
+  if backlog > (window / limit) * burst + window + 1 then return 0 end
+  return math.max(0, backlog)
+end
 
 local function grantOf(available, burst, want)
   local most = available
@@ -38,47 +71,55 @@ for i = 1, #KEYS do
   local state = redis.call('GET', key)
   local granted, a, b = 0, 0, 0
   if code == 4 then
-    -- token-bucket; state: tokens, updated (a token is \`window\` units, \`limit\` units drip in per ms)
-    local capacity = burst * window
-    local tokens = capacity
-    if state then
-      local t, u = struct.unpack('<dd', state)
-      tokens = math.min(capacity, t + math.max(0, now - u) * limit)
-    end
+    -- token-bucket; state: tokens, updated, burst (a token is \`window\` units, \`limit\` units drip in per ms)
     if amount < 0 then
-      if state and tokens < capacity then
-        tokens = math.min(capacity, tokens - amount * window)
-        redis.call('SET', key, struct.pack('<dd', tokens, now), 'KEEPTTL')
+      if state then
+        local t, u = struct.unpack('<dd', state)
+        local written = burst
+        if #state >= 24 then written = struct.unpack('<d', state, 17) end
+        local back = math.min(written * window, t - amount * window)
+        if back > t then
+          state = struct.pack('<ddd', back, u, written)
+          redis.call('SET', key, state, 'KEEPTTL')
+        end
       end
+      a = tokensNow(state, limit, window, burst)
     else
+      local tokens = tokensNow(state, limit, window, burst)
       granted = grantOf(math.floor(tokens / window), burst, amount)
       if granted > 0 then
         tokens = tokens - granted * window
-        local full = math.ceil((capacity - tokens) / limit)
-        redis.call('PSETEX', key, string.format('%d', full + EXPIRY_SLACK_MS), struct.pack('<dd', tokens, now))
+        local full = ceilMs((burst * window - tokens) / limit)
+        redis.call('PSETEX', key, string.format('%d', full + EXPIRY_SLACK_MS), struct.pack('<ddd', tokens, now, burst))
       end
+      a = tokens
     end
-    a, b = tokens, now
+    b = now
   else
-    -- gcra; state: tat
+    -- gcra; state: tat, limit
     local interval = window / limit
-    local backlog = 0
-    if state then backlog = math.max(0, struct.unpack('<d', state) - now) end
     if amount < 0 then
-      if backlog > 0 then
-        backlog = math.max(0, backlog + interval * amount)
-        redis.call('SET', key, struct.pack('<d', now + backlog), 'KEEPTTL')
+      if state then
+        local tat = struct.unpack('<d', state)
+        if tat > now then
+          local written = limit
+          if #state >= 16 then written = struct.unpack('<d', state, 9) end
+          state = struct.pack('<dd', math.max(now, tat - (window / written) * -amount), written)
+          redis.call('SET', key, state, 'KEEPTTL')
+        end
       end
+      a = now + backlogNow(state, limit, window, burst)
     else
+      local backlog = backlogNow(state, limit, window, burst)
       -- The units DECIDE_LUA would admit: backlog + interval * c <= tolerance + 1e-6.
       local available = math.max(0, math.floor((interval * burst + 1e-6 - backlog) / interval))
       granted = grantOf(available, burst, amount)
       if granted > 0 then
         backlog = backlog + interval * granted
-        redis.call('PSETEX', key, string.format('%d', math.ceil(backlog) + EXPIRY_SLACK_MS), struct.pack('<d', now + backlog))
+        redis.call('PSETEX', key, string.format('%d', ceilMs(backlog) + EXPIRY_SLACK_MS), struct.pack('<dd', now + backlog, limit))
       end
+      a = now + backlog
     end
-    a = now + backlog
   end
   reply[i + 1] = struct.pack('<ddd', granted, a, b)
 end

@@ -41,6 +41,21 @@ describe('grant sizing', () => {
     expect(demand.idle).toBe(IDLE_SYNCS)
   })
 
+  it('Demand.clear: a lease whose state another set took over asks for nothing at the next sync', () => {
+    const set = parsePolicies({ limit: 1000, window: 1000, algorithm: 'token-bucket' })
+    let now = T
+    const lease = new Lease(['k'], 0, set, now)
+    lease.demand.asked = 10
+    now += 100
+    lease.demand.rollover(now)
+    lease.demand.asked = 5
+    lease.held[0] = 20
+    lease.demand.clear()
+    now += 100
+    lease.demand.rollover(now)
+    expect(lease.adjustments(100)).toEqual([-20])
+  })
+
   it('a lease tops up to its target, gives back what is beyond twice the target', () => {
     const set = parsePolicies({ limit: 1000, window: 1000, algorithm: 'token-bucket' })
     let now = T

@@ -42,6 +42,12 @@ export class Demand {
     this.#since = now
   }
 
+  /** Forgets the demand so far: the syncs ask for nothing more until a request comes. */
+  clear(): void {
+    this.asked = 0
+    this.rate = 0
+  }
+
   /** Closes the interval ending at `now` into the rate. */
   rollover(now: number): void {
     const elapsed = Math.max(1, now - this.#since)

@@ -49,7 +49,9 @@ export interface LeasesOptions {
  * gives back what is beyond twice that. A request that finds too little held waits for a take (one
  * call shared by the requests of that event-loop turn). When Redis gives less than asked, the
  * quota is low: the node spends what it holds, then decides the key per request (`exactly`) until
- * a sync's grant comes back whole.
+ * a sync's grant comes back whole. Leases are per (set, key): two sets on one state (a named
+ * policy's plans, or one policy in two sets) each hold their own grant, taken from the state, so
+ * nothing is counted twice; a key's new lease gives the others' grants on its state back first.
  */
 export class Leases {
   readonly #o: LeasesOptions
@@ -179,9 +181,32 @@ export class Leases {
     if (this.#size >= this.#o.maxKeys) return undefined
     this.#start()
     lease = new Lease(this.#o.redis.keysOf(key, set), this.#cluster ? slotOf(hashTag(key)) : 0, set, this.#local())
+    this.#giveBackShared(key, lease)
     byKey.set(key, lease)
     this.#size++
     return lease
+  }
+
+  /**
+   * A key's new lease under one set gives back what this node holds of the same states under other
+   * sets, queued before its first take (one call), and clears their demand so the syncs top none
+   * of them up again: a named policy whose plan changed is a new set on the same state, and the old
+   * plan's grant would otherwise count as used until it idled out. A set still in use takes again
+   * at its next request, and its rate comes back at the next sync.
+   */
+  #giveBackShared(key: string, lease: Lease): void {
+    const ops: Op[] = []
+    for (const [set, byKey] of this.#leases) {
+      const other = set === lease.set ? undefined : byKey.get(key)
+      if (other === undefined || !other.keys.some((state) => lease.keys.includes(state))) continue
+      other.demand.clear()
+      for (const [index, state] of other.keys.entries()) {
+        const held = other.held[index] as number
+        if (held > 0 && lease.keys.includes(state)) this.#push(ops, other, index, -held)
+      }
+    }
+    // A failed give-back is not sent again (see #push); the take after it answers for itself.
+    if (ops.length > 0) this.#enqueue(ops).catch(() => undefined)
   }
 
   #start(): void {

@@ -1,7 +1,6 @@
-import type { AlgorithmName, Policy, PolicySet } from '@sluice/core'
+import type { Policy, PolicySet } from '@sluice/core'
 import { policySetOf } from '@sluice/core/store'
-
-const BUCKETS: readonly AlgorithmName[] = ['token-bucket', 'gcra']
+import { BUCKETS } from './buckets.js'
 
 /** Shares are kept in whole percent: a set is cut once per percent, and rounding down keeps the nodes' sum ≤ 1. */
 const STEPS = 100
@@ -13,7 +12,11 @@ const STEPS = 100
  * else, for a key Redis has reported nothing of, limit ÷ live nodes.
  */
 export class Shares {
-  readonly #sets = new Map<string, PolicySet>()
+  /**
+   * Per set object, then per whole percent: not per set id, as the sets of two plans of a named
+   * policy share an id (their limits differ).
+   */
+  readonly #sets = new WeakMap<PolicySet, Map<number, PolicySet>>()
 
   constructor(readonly weight: number | undefined) {}
 
@@ -25,14 +28,19 @@ export class Shares {
   /** The set cut to `fraction` of each limit (and burst), made once per set and whole percent. */
   of(set: PolicySet, fraction: number): PolicySet {
     const steps = Math.floor(fraction * STEPS + 1e-9)
-    const id = `${steps}%\0${set.id}`
-    let share = this.#sets.get(id)
+    let bySteps = this.#sets.get(set)
+    if (bySteps === undefined) {
+      bySteps = new Map()
+      this.#sets.set(set, bySteps)
+    }
+    let share = bySteps.get(steps)
     if (share === undefined) {
+      // Each policy keeps its id: the share's state is the key's, whatever the share and the plan.
       share = policySetOf(
         set.policies.map((p): Policy => shareOf(p, steps / STEPS)),
-        id,
+        `${steps}%\0${set.id}`,
       )
-      this.#sets.set(id, share)
+      bySteps.set(steps, share)
     }
     return share
   }

@@ -3,7 +3,7 @@ import { containObserve, evaluate, type Outcome, peekOutcome, type Store } from 
 import { run, type ScriptClient, script, scriptClient } from '../client.js'
 import { hashTag } from '../keys.js'
 import { RedisStore } from '../store.js'
-import { BucketPath } from './buckets.js'
+import { BUCKETS, BucketPath } from './buckets.js'
 import { SyncClock } from './clock.js'
 import { geometryOf, PolicyCounters } from './counters.js'
 import { countIn, Entries, type Entry, markDenied, statesOf } from './entries.js'
@@ -37,10 +37,11 @@ const LAYOUT = 's:'
 export class SyncedStore implements Store {
   readonly algorithms = SERVED
   /**
-   * None: named policies are refused at `createLimiter` rather than reset on a plan change, as
-   * whether the synced counts and the bucket shares carry over a change of limit is untested.
+   * Token bucket and GCRA keep a named policy's state across a change of limit or burst: leased,
+   * exact (RedisStore) and on this node's share alike (see `BucketPath`). Fixed and sliding
+   * windows are refused at `createLimiter` rather than reset on a plan change.
    */
-  readonly namedAlgorithms: readonly AlgorithmName[] = Object.freeze([])
+  readonly namedAlgorithms: readonly AlgorithmName[] = Object.freeze([...BUCKETS])
   readonly prefix: string
   readonly nodeId: string
   readonly interval: number
