@@ -36,6 +36,16 @@ describe('FallbackShare', () => {
     expect(await admittedOf(limiter, 'k', 10)).toBe(7)
   })
 
+  it("a plan change of a named policy gets the new plan's share, on the usage so far", async () => {
+    const store = new FallbackShare({ processes: 2 })
+    const free = createLimiter({ limits: { limit: 10, window: '1h', name: 'plan' }, store })
+    const pro = createLimiter({ limits: { limit: 100, window: '1h', name: 'plan' }, store })
+    expect(await admittedOf(free, 'k', 10)).toBe(5)
+    // 5 used of pro's share of 50.
+    expect(await admittedOf(pro, 'k', 100)).toBe(45)
+    expect(await admittedOf(free, 'k', 1)).toBe(0)
+  })
+
   it('admits at least one per process when the limit is below the number of processes', async () => {
     const limiter = createLimiter({ limits: '2/min', store: new FallbackShare({ processes: 8 }) })
     expect(await admittedOf(limiter, 'k', 3)).toBe(1)

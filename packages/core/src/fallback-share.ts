@@ -24,8 +24,11 @@ export interface FallbackShareOptions {
 export class FallbackShare implements Store {
   readonly #store: Store
   readonly #processes: () => number
-  /** The shared set per set and process count: one object each, as stores cache by identity. */
-  readonly #shares = new Map<string, PolicySet>()
+  /**
+   * The shared set per set object and process count: one object each, as stores cache by
+   * identity. Not per set id: the sets of two plans of a named policy share an id.
+   */
+  readonly #shares = new WeakMap<PolicySet, Map<number, PolicySet>>()
 
   constructor(options: FallbackShareOptions) {
     if (options === null || typeof options !== 'object') {
@@ -64,15 +67,19 @@ export class FallbackShare implements Store {
   #shareOf(set: PolicySet): PolicySet {
     const n = this.processes
     if (n === 1) return set
-    const id = `${n}\0${set.id}`
-    let share = this.#shares.get(id)
+    let byProcesses = this.#shares.get(set)
+    if (byProcesses === undefined) {
+      byProcesses = new Map()
+      this.#shares.set(set, byProcesses)
+    }
+    let share = byProcesses.get(n)
     if (share === undefined) {
       // The set keeps its id, so a key's counts carry over when the number of processes changes.
       share = policySetOf(
         set.policies.map((policy) => shareOf(policy, n)),
         set.id,
       )
-      this.#shares.set(id, share)
+      byProcesses.set(n, share)
     }
     return share
   }
