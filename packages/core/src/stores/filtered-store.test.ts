@@ -41,6 +41,16 @@ describe('FilteredStore', () => {
     expect((await limiter.consume('hot')).remaining).toBe(9)
   })
 
+  it("a plan change of a named policy reads the usage so far against the new plan's limit", async () => {
+    const { store } = setup(3)
+    const free = createLimiter({ limits: { limit: 10, window: '1h', name: 'plan', algorithm: 'fixed-window' }, store })
+    const pro = createLimiter({ limits: { limit: 100, window: '1h', name: 'plan', algorithm: 'fixed-window' }, store })
+    for (let n = 0; n < 10; n++) expect((await free.consume('k')).allowed).toBe(true)
+    expect((await free.consume('k')).allowed).toBe(false)
+    expect((await pro.consume('k')).remaining).toBe(89)
+    expect((await free.peek('k')).remaining).toBe(0)
+  })
+
   it('works with an asynchronous exact store', async () => {
     const exact = new MemoryStore()
     const slow: Store = {

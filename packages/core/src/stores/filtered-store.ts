@@ -48,7 +48,8 @@ export class FilteredStore implements Store {
   readonly algorithms: readonly AlgorithmName[]
   readonly #store: Store
   readonly #sketch: SketchStore
-  readonly #stages = new Map<string, Stages>()
+  /** Per set object, not per set id: the sets of two plans of a named policy share an id (their limits differ). */
+  readonly #stages = new WeakMap<PolicySet, Stages>()
 
   constructor(options: FilteredStoreOptions) {
     if (options === null || typeof options !== 'object') {
@@ -98,7 +99,7 @@ export class FilteredStore implements Store {
   }
 
   #stagesOf(set: PolicySet): Stages {
-    let stages = this.#stages.get(set.id)
+    let stages = this.#stages.get(set)
     if (stages === undefined) {
       const { threshold } = this
       for (const policy of set.policies) {
@@ -118,7 +119,7 @@ export class FilteredStore implements Store {
         exact: policySetOf(exact, `filter:${exact.map((p) => p.id).join('|')}`),
         headroom: set.policies.map((policy) => policy.limit - threshold),
       }
-      this.#stages.set(set.id, stages)
+      this.#stages.set(set, stages)
     }
     return stages
   }
