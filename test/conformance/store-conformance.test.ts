@@ -47,9 +47,15 @@ describe.skipIf(redis === undefined)('on Redis', () => {
     runCases({ createStore: (now) => new RedisStore({ client, now, prefix: uniquePrefix('conformance') }) })
   })
 
-  describe('SyncedStore (one node) passes the store conformance suite', () => {
+  describe('SyncedStore (one node, token bucket and GCRA not leased) passes the store conformance suite', () => {
+    // `lease: false`: a leasing node holds units of a grant out of the state in Redis, so a request
+    // costing more than its grant has left is decided on Redis's state without them and denied
+    // where the transitions admit (the under-admission packages/redis/README.md documents). The
+    // leases have their own tests (test/synced/lease.test.ts); fixed and sliding windows are
+    // counted locally either way.
     runCases({
-      createStore: (now) => new SyncedStore({ client, now, prefix: uniquePrefix('conformance-synced'), nodeId: 'n0' }),
+      createStore: (now) =>
+        new SyncedStore({ client, now, lease: false, prefix: uniquePrefix('conformance-synced'), nodeId: 'n0' }),
       dispose: (store) => (store as SyncedStore).close(),
     })
   })

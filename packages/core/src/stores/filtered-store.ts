@@ -21,6 +21,8 @@ interface Stages {
   readonly exact: PolicySet
   /** limit − threshold per policy. */
   readonly headroom: readonly number[]
+  /** The limits they were made for: a named policy's limit changes under its id (a plan change). */
+  readonly limits: readonly number[]
 }
 
 /**
@@ -46,6 +48,8 @@ export class FilteredStore implements Store {
   readonly threshold: number
   /** What the sketch stage can count. */
   readonly algorithms: readonly AlgorithmName[]
+  /** The sketch's estimates, and a request past the threshold counted in both stages: it denies early, never late. */
+  readonly approximate = true
   readonly #store: Store
   readonly #sketch: SketchStore
   readonly #stages = new Map<string, Stages>()
@@ -99,7 +103,7 @@ export class FilteredStore implements Store {
 
   #stagesOf(set: PolicySet): Stages {
     let stages = this.#stages.get(set.id)
-    if (stages === undefined) {
+    if (stages === undefined || !stages.limits.every((limit, i) => limit === set.policies[i]?.limit)) {
       const { threshold } = this
       for (const policy of set.policies) {
         if (threshold >= policy.limit) {
@@ -117,6 +121,7 @@ export class FilteredStore implements Store {
         gate: policySetOf(gate, `filter:${set.id}`),
         exact: policySetOf(exact, `filter:${exact.map((p) => p.id).join('|')}`),
         headroom: set.policies.map((policy) => policy.limit - threshold),
+        limits: set.policies.map((policy) => policy.limit),
       }
       this.#stages.set(set.id, stages)
     }
