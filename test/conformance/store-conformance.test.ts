@@ -1,28 +1,78 @@
 // The store conformance suite of @sluice/core/testing, run as a third-party store would run it,
-// against the built-in stores.
-import { MemoryStore } from '@sluice/core'
-import { storeConformanceCases } from '@sluice/core/testing'
-import { RedisStore } from '@sluice/redis'
+// against every store of the repository (the Durable Object's run is in test/edge).
+import { FilteredStore, MemoryStore, SketchStore } from '@sluice/core'
+import { type ConformanceCase, type StoreConformanceOptions, storeConformanceCases } from '@sluice/core/testing'
+import { RedisStore, SyncedStore } from '@sluice/redis'
 import { Redis } from 'ioredis'
 import { afterAll, describe, it } from 'vitest'
 import { findRedis, uniquePrefix } from '../support/redis.js'
 
+/**
+ * Each case as a test; one the store does not declare what it needs for is reported skipped, with
+ * why. A case in `knownFailures` (its name, and why) must fail: once fixed, it says so.
+ */
+function runCases(options: StoreConformanceOptions, knownFailures: ReadonlyMap<string, string> = new Map()): void {
+  for (const c of storeConformanceCases(options) as ConformanceCase[]) {
+    const why = knownFailures.get(c.name)
+    const test = why === undefined ? it : it.fails
+    test(why === undefined ? c.name : `${c.name} (known failure: ${why})`, async (context) => {
+      const result = await c.run()
+      if (result !== undefined) context.skip(result.skipped)
+    })
+  }
+}
+
 describe('MemoryStore passes the store conformance suite', () => {
-  for (const c of storeConformanceCases({ createStore: (now) => new MemoryStore({ now }) })) it(c.name, c.run)
+  runCases(
+    { createStore: (now) => new MemoryStore({ now }) },
+    new Map([
+      [
+        "keeps a named token-bucket policy's usage across plan changes (its limit and burst changing on a random trace)",
+        // The transitions refill a converted bucket at the new plan's rate from its last update, so a
+        // plan with a slower refill reads the state as not full after the old plan's reset time; the
+        // store expires states at that time and starts the bucket full (issue-33k report).
+        'a bucket expired at the old plan’s reset time reads full on a slower plan',
+      ],
+    ]),
+  )
+})
+
+describe('SketchStore passes the store conformance suite', () => {
+  runCases({ createStore: (now) => new SketchStore({ now }) })
+})
+
+describe('FilteredStore (a sketch before a MemoryStore) passes the store conformance suite', () => {
+  runCases({
+    createStore: (now) =>
+      new FilteredStore({ store: new MemoryStore({ now }), sketch: new SketchStore({ now }), threshold: 1 }),
+  })
 })
 
 const redis = await findRedis()
 
-describe.skipIf(redis === undefined)('RedisStore passes the store conformance suite', () => {
+describe.skipIf(redis === undefined)('on Redis', () => {
   const client = new Redis(redis?.url ?? '')
   afterAll(async () => {
     client.disconnect()
     await redis?.stop()
   })
-  // The denied-key cache answers a repeated denial locally with the first denial's per-policy
-  // outcomes (times moved on): the decision is the same, the other policies' details may not be.
-  const cases = storeConformanceCases({
-    createStore: (now) => new RedisStore({ client, now, prefix: uniquePrefix('conformance') }),
+
+  describe('RedisStore passes the store conformance suite', () => {
+    // The denied-key cache answers a repeated denial locally with the first denial's per-policy
+    // outcomes (times moved on): the decision is the same, the other policies' details may not be.
+    runCases({ createStore: (now) => new RedisStore({ client, now, prefix: uniquePrefix('conformance') }) })
   })
-  for (const c of cases) it(c.name, c.run)
+
+  describe('SyncedStore (one node, token bucket and GCRA not leased) passes the store conformance suite', () => {
+    // `lease: false`: a leasing node holds units of a grant out of the state in Redis, so a request
+    // costing more than its grant has left is decided on Redis's state without them and denied
+    // where the transitions admit (the under-admission packages/redis/README.md documents). The
+    // leases have their own tests (test/synced/lease.test.ts); fixed and sliding windows are
+    // counted locally either way.
+    runCases({
+      createStore: (now) =>
+        new SyncedStore({ client, now, lease: false, prefix: uniquePrefix('conformance-synced'), nodeId: 'n0' }),
+      dispose: (store) => (store as SyncedStore).close(),
+    })
+  })
 })

@@ -5,7 +5,7 @@ import type { Trace, TracePolicy, TraceStep } from './traces.js'
 /** A store under test, reading the trace's clock through `now`. */
 export type StoreFactory = (
   now: () => number,
-) => Required<Omit<Store, 'algorithms' | 'calendarPeriods' | 'namedAlgorithms'>>
+) => Required<Omit<Store, 'algorithms' | 'calendarPeriods' | 'namedAlgorithms' | 'approximate'>>
 
 /**
  * Runs one trace on a fresh store and key; one outcome list per step. With `together`, the steps
@@ -72,7 +72,7 @@ function withoutOffset<T extends { offset: number }>({ offset: _, ...rest }: T):
 
 /** One step's outcomes; a refund is sent, then a peek shows its effect (sent in that order). */
 function ask(
-  store: Required<Omit<Store, 'algorithms' | 'calendarPeriods' | 'namedAlgorithms'>>,
+  store: Required<Omit<Store, 'algorithms' | 'calendarPeriods' | 'namedAlgorithms' | 'approximate'>>,
   key: string,
   set: PolicySet,
   action: TraceStep[1],

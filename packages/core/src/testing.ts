@@ -4,5 +4,5 @@
  */
 
 export { seededRandom } from './testing/seeded-random.js'
-export type { ConformanceCase, StoreConformanceOptions } from './testing/store-conformance.js'
+export type { ConformanceCase, ConformanceSkip, StoreConformanceOptions } from './testing/store-conformance.js'
 export { storeConformanceCases } from './testing/store-conformance.js'

@@ -1,5 +1,5 @@
 import type { Policy } from '@sluice/core'
-import type { Outcome } from '@sluice/core/store'
+import { isNamed, type Outcome } from '@sluice/core/store'
 
 interface Entry {
   /** Local clock when Redis denied the request. */
@@ -8,10 +8,7 @@ interface Entry {
   readonly until: number
   readonly cost: number
   readonly outcomes: readonly Outcome[]
-  /**
-   * The policies the denial was decided under. Two plans of a named policy share a set id (and
-   * so the entry: one state), but not their limits: only the same policies get the same answer.
-   */
+  /** The policies denied: a named policy's limit may change under its id (a plan change). */
   readonly policies: readonly Policy[]
 }
 
@@ -34,15 +31,17 @@ export class DeniedCache {
     return this.#entries.size
   }
 
-  get(id: string, policies: readonly Policy[], cost: number, now: number): readonly Outcome[] | undefined {
+  get(id: string, cost: number, now: number, policies: readonly Policy[]): readonly Outcome[] | undefined {
     const entry = this.#entries.get(id)
-    if (entry === undefined || entry.policies !== policies) return undefined
+    if (entry === undefined) return undefined
     if (now >= entry.until) {
       this.#entries.delete(id)
       return undefined
     }
     // A costlier request would wait longer, a cheaper one might pass: only the same cost gets the same answer.
     if (cost !== entry.cost) return undefined
+    // Another plan of the same named policies reads the same state against other limits: Redis decides.
+    if (!samePlan(entry.policies, policies)) return undefined
     const elapsed = now - entry.at
     return entry.outcomes.map((o) => ({
       allowed: o.allowed,
@@ -60,7 +59,8 @@ export class DeniedCache {
    * counts move with time (a bucket refills, a sliding window's old part fades), so a denial that
    * leaves one of them admitting, or that one of them makes for a request of cost above 1 (its
    * remaining can pass 0 before the retry time), is not remembered; nor is one in a set with a
-   * `blockFor` policy.
+   * `blockFor` policy or a named GCRA (see below). A remembered denial answers only requests on the
+   * same plan: another plan of the same named policies reads the state against other limits.
    */
   set(
     id: string,
@@ -75,6 +75,8 @@ export class DeniedCache {
     for (const [i, o] of outcomes.entries()) {
       // A denial under blockFor starts a block that later denials report instead of their own wait.
       if ((policies[i]?.blockFor ?? 0) > 0) valid = 0
+      // A named GCRA's TAT may be on another plan's limit, read scaled: it drains at that rate, not the retryAfter's.
+      if (policies[i]?.algorithm === 'gcra' && isNamed(policies[i] as Policy)) valid = 0
       const fixed = policies[i]?.algorithm === 'fixed-window'
       const holds = !o.allowed ? (fixed || cost === 1 ? o.retryAfter : 0) : fixed ? o.resetAfter : 0
       if (holds < valid) valid = holds
@@ -107,4 +109,18 @@ export class DeniedCache {
     this.#entries.delete(id)
     this.#epoch++
   }
+}
+
+/** Whether two sets of the same id decide alike: the same policies, or named ones on the same plan. */
+function samePlan(a: readonly Policy[], b: readonly Policy[]): boolean {
+  if (a === b) return true
+  return a.every((policy, i) => {
+    const other = b[i]
+    return (
+      other !== undefined &&
+      policy.limit === other.limit &&
+      policy.burst === other.burst &&
+      policy.maxDelay === other.maxDelay
+    )
+  })
 }

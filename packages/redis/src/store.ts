@@ -143,7 +143,7 @@ export class RedisStore implements Store {
     if (cache === undefined) return this.#decide(key, set, String(cost))
     // While nothing is remembered (the usual case), no lookup and no id to build.
     if (cache.size > 0) {
-      const cached = cache.get(cacheId(key, set), set.policies, cost, this.#cacheNow())
+      const cached = cache.get(cacheId(key, set), cost, this.#cacheNow(), set.policies)
       if (cached !== undefined) return cached
     }
     const epoch = cache.epoch

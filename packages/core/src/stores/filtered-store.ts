@@ -46,6 +46,8 @@ export class FilteredStore implements Store {
   readonly threshold: number
   /** What the sketch stage can count. */
   readonly algorithms: readonly AlgorithmName[]
+  /** The sketch's estimates, and a request past the threshold counted in both stages: it denies early, never late. */
+  readonly approximate = true
   readonly #store: Store
   readonly #sketch: SketchStore
   /** Per set object, not per set id: the sets of two plans of a named policy share an id (their limits differ). */

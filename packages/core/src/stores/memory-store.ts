@@ -13,7 +13,7 @@ import {
 import { peekOf } from '../algorithms/outcome.js'
 import { ConfigError, StoreFullError } from '../errors.js'
 import { assertKnownOptions } from '../known-options.js'
-import type { Policy, PolicySet } from '../policy.js'
+import { isNamed, type Policy, type PolicySet } from '../policy.js'
 import { type Validate, Warnings } from '../validations.js'
 import { evaluate, type Store } from './store.js'
 
@@ -527,9 +527,12 @@ export class MemoryStore implements Store {
  * fraction of a millisecond keeps epoch time (the whole origin): its stored times carry float
  * error that depends on their size, and on epoch ms it rounds as the transitions, the Redis
  * scripts and every other store do. Every other algorithm's arithmetic is exact on whole ms.
+ * A named GCRA keeps epoch time whatever its limit: its limit may change under its state (a plan
+ * change), and a TAT kept on one limit's time would be read on another's.
  */
-function shiftOf(origin: number, { algorithm, limit, window }: Policy): number {
-  if (algorithm === 'gcra' && window % limit !== 0) return origin
+function shiftOf(origin: number, policy: Policy): number {
+  const { algorithm, limit, window } = policy
+  if (algorithm === 'gcra' && (window % limit !== 0 || isNamed(policy))) return origin
   return Math.floor(((origin % window) + window) % window)
 }
 

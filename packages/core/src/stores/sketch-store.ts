@@ -36,6 +36,8 @@ const SWEEP_PER_RESET = 2
 export class SketchStore implements Store {
   /** Counts in shared cells have no per-key state for the other algorithms. */
   readonly algorithms = WINDOW_ALGORITHMS
+  /** Keys that share cells count each other's requests: an estimate is never below the truth. */
+  readonly approximate = true
   readonly #shape: Required<SketchShape>
   readonly #hasher: KeyHasher
   readonly #now: () => number

@@ -58,6 +58,12 @@ export interface Store {
    * `ConfigError`), so a plan change never silently resets usage.
    */
   readonly namedAlgorithms?: readonly AlgorithmName[]
+  /**
+   * True when the store decides on estimates that may run above the true counts (count-min
+   * sketches): it may deny before the transitions would, never admit what they deny. The
+   * conformance suite then checks that bound instead of every outcome.
+   */
+  readonly approximate?: boolean
   consume(key: string, policies: PolicySet, cost: number): Awaitable<readonly Outcome[]>
   /** Reports without consuming (see `peekOutcome`). */
   peek(key: string, policies: PolicySet): Awaitable<readonly Outcome[]>

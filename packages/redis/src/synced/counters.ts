@@ -250,11 +250,19 @@ export class PolicyCounters {
 
   /**
    * Takes the cost off this node's own counts, newest live sub-window first (what other nodes
-   * counted is theirs to refund).
+   * counted is theirs to refund). With `admittedAt`, only off the sub-window the refunded request
+   * counted in, and nothing once that has slid out, as core's refunds do.
    */
-  refund(cost: number, now: number): void {
+  refund(cost: number, now: number, admittedAt?: number): void {
     const { span, depth } = this.geometry
-    const oldest = this.currentStart(now) - (depth - 1) * span
+    const current = this.currentStart(now)
+    const oldest = current - (depth - 1) * span
+    if (admittedAt !== undefined) {
+      // Read just after the admission: a time past now's sub-window means now's.
+      const start = Math.min(current, this.currentStart(admittedAt))
+      if (start >= oldest) this.find(start)?.refund(cost)
+      return
+    }
     let left = cost
     for (let i = this.windows.length - 1; i >= 0 && left > 0; i--) {
       const w = this.windows[i] as SubWindow

@@ -130,14 +130,17 @@ export class SyncedStore implements Store {
     return set.policies.map((policy, i) => peekOutcome(states[i], now, policy))
   }
 
-  /** Takes the cost off this node's own counts (see `PolicyCounters.refund`); other nodes see it at the next sync. */
+  /**
+   * Takes the cost off this node's own counts (see `PolicyCounters.refund`; with `admittedAt`, only
+   * in the sub-window it was admitted in); other nodes see it at the next sync.
+   */
   refund(key: string, set: PolicySet, cost: number, admittedAt?: number): undefined | Promise<void> {
     if (!this.#countsLocally(set)) return this.#buckets.refund(key, set, cost, admittedAt)
     const entry = this.#entries.get(key, set)
     if (entry === undefined) return undefined
     const now = this.#clock.time()
     for (const counters of entry.counters) {
-      counters.refund(cost, now)
+      counters.refund(cost, now, admittedAt)
       this.#loop.touch(counters, now)
     }
     return undefined
