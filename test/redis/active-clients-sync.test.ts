@@ -7,6 +7,7 @@ import { ActiveClients, ConfigError, type SyncEvent } from '@sluice/core'
 import { RedisActiveClientsSync } from '@sluice/redis'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { bundled } from '../support/bundle.js'
 import { CLIENTS, type TestClient } from '../support/clients.js'
 import {
   commandsBetween,
@@ -39,11 +40,9 @@ interface AppNode {
 }
 
 async function startNode(url: string, name: string): Promise<AppNode> {
-  const child = spawn(
-    process.execPath,
-    ['--conditions=source', '--import', 'tsx', NODE, url, name, String(INTERVAL), String(MAX_ACTIVE)],
-    { stdio: ['pipe', 'pipe', 'inherit'] },
-  )
+  const child = spawn(process.execPath, [await bundled(NODE), url, name, String(INTERVAL), String(MAX_ACTIVE)], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  })
   const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]()
   const first = await lines.next()
   if (first.value !== 'ready') throw new Error(`node said ${first.value}`)
