@@ -103,7 +103,15 @@ function compile(group: readonly Snippet[], oldProgram?: ts.Program): { program:
       : ts.createSourceFile(name, virtual.text, language)
   }
   const program = ts.createProgram([...sources.keys()], options, host, oldProgram)
-  const problems = ts.getPreEmitDiagnostics(program).map((d) => {
+  // The blocks' own diagnostics, not every package source's (`pnpm typecheck` checks those): the
+  // checker then reads only the declarations the blocks use, a fraction of the full check.
+  const blocks = program.getSourceFiles().filter((file) => sources.has(file.fileName))
+  const diagnostics = [
+    ...program.getOptionsDiagnostics(),
+    ...program.getGlobalDiagnostics(),
+    ...blocks.flatMap((file) => [...program.getSyntacticDiagnostics(file), ...program.getSemanticDiagnostics(file)]),
+  ]
+  const problems = diagnostics.map((d) => {
     const message = ts.flattenDiagnosticMessageText(d.messageText, '\n')
     const source = d.file === undefined ? undefined : sources.get(d.file.fileName)
     if (d.file === undefined || source === undefined || d.start === undefined) {
