@@ -117,7 +117,7 @@ export async function runFaultSuite(options: SuiteOptions): Promise<SuiteResult>
 export async function runFailover(options: SuiteOptions): Promise<SuiteResult> {
   const cluster = await startCluster(3, 1)
   const nodes = [...cluster.nodes]
-  // A replica can only be promoted once it has synced (the diskless sync starts after 5 s).
+  // A replica can only be promoted once it has synced.
   await until(async () => {
     const infos = await Promise.all(
       nodes.map(async (n) => (await run('redis-cli', ['-p', String(n.port), 'info', 'replication'])).stdout),
