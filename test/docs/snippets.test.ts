@@ -5,6 +5,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { promisify } from 'node:util'
 import ts from 'typescript'
 import { afterAll, describe, expect, it } from 'vitest'
+import { bundled } from '../support/bundle.js'
 import { findRedis, type RedisServer, startRedisServer } from '../support/redis.js'
 import { allSnippets, root, type Snippet, snippetPath } from './snippets.js'
 
@@ -163,9 +164,11 @@ describe.each(runnable.map((s) => [`${s.file}:${s.line}`, s] as const))('the pro
       redis ??= (await findRedis()) ?? (await startRedisServer())
       env = { ...env, REDIS_URL: redis.url }
     }
+    // A program is compiled as tsx would (esbuild, the workspace by its source condition) and run by
+    // Node: the same program without tsx's second or so of loading in each process.
     const args = isTest
       ? [`${root}node_modules/vitest/vitest.mjs`, 'run', '--root', dir, '--config', `${dir}vitest.config.ts`]
-      : ['--import', 'tsx', '--conditions=source', file]
+      : [await bundled(file)]
     if (isTest) writeFileSync(`${dir}vitest.config.ts`, vitestConfig(file.slice(dir.length)))
     const { stdout, stderr } = await promisify(execFile)(process.execPath, args, { cwd: dir, env, timeout: 60_000 })
     if (isTest) return
