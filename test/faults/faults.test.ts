@@ -1,12 +1,11 @@
-import { describe, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { privateRedisAvailable } from '../support/redis.js'
 import { runFailover, runFaultSuite, SHORT, table, WAITED_MS } from './run.js'
 
 // The short form: three app processes, one per client library (ioredis, iovalkey, node-redis), every fault once. `pnpm test:faults` runs the long form and
-// prints the table of test/faults/README.md. The two cases run at once: each has servers of its own,
-// and its processes make a decision every 10 ms, far from filling a core.
-describe.skipIf(!(await privateRedisAvailable())).concurrent('faults: app processes sharing one Redis', () => {
-  it('bounds waits, recovers by itself, never over-admits after recovery, and nothing crashes', async ({ expect }) => {
+// prints the table of test/faults/README.md.
+describe.skipIf(!(await privateRedisAvailable()))('faults: app processes sharing one Redis', () => {
+  it('bounds waits, recovers by itself, never over-admits after recovery, and nothing crashes', async () => {
     const result = await runFaultSuite(SHORT)
     console.log(table(result))
     const { timeoutMs, cooldownMs, limit, tickMs, windowMs } = SHORT.worker
@@ -36,7 +35,7 @@ describe.skipIf(!(await privateRedisAvailable())).concurrent('faults: app proces
     expect(windowMs).toBeGreaterThan(0)
   }, 60_000)
 
-  it('a Cluster master killed and its replica promoted: bounded waits, recovery, no crash', async ({ expect }) => {
+  it('a Cluster master killed and its replica promoted: bounded waits, recovery, no crash', async () => {
     const result = await runFailover(SHORT)
     console.log(table(result))
     const { timeoutMs, cooldownMs, limit } = SHORT.worker
