@@ -2,11 +2,10 @@ import { configDefaults, defineConfig } from 'vitest/config'
 
 /**
  * Files that measure time or load run after the rest: bounded waits while a private Redis is
- * stopped or stalled (which mostly wait), heap and key bounds, two at a time (PAIRED); a few light
- * app processes each (a decision every few ms) with bounded waits, two at a time beside nothing
- * heavier (FLEETS); overshoot, convergence and waits with several processes saturating the CPU,
- * one at a time (ALONE). Everything else waits mostly on Redis, workerd and child processes: two
- * files at a time.
+ * stopped or stalled (which mostly wait), heap and key bounds, a few light app processes (a
+ * decision every few ms), two at a time (PAIRED); overshoot, convergence and waits with several
+ * processes saturating the CPU, and the fault suite's tight bounds on waits, one at a time
+ * (ALONE). Everything else waits mostly on Redis, workerd and child processes: two files at a time.
  */
 const PAIRED = [
   'test/redis/failure.test.ts',
@@ -14,11 +13,11 @@ const PAIRED = [
   'test/faults/soak.test.ts',
   'test/faults/flood.test.ts',
   'test/synced/cardinality.test.ts',
+  'test/synced/lease-processes.test.ts',
   // CLIENT PAUSE on the shared Redis would stall other files' calls: none of this group uses it.
   'test/synced/store.test.ts',
 ]
-const FLEETS = ['test/faults/faults.test.ts', 'test/synced/lease-processes.test.ts']
-const ALONE = ['test/synced/processes.test.ts', 'test/redis/active-clients-sync.test.ts']
+const ALONE = ['test/faults/faults.test.ts', 'test/synced/processes.test.ts', 'test/redis/active-clients-sync.test.ts']
 
 export default defineConfig({
   resolve: { conditions: ['source'] },
@@ -31,14 +30,13 @@ export default defineConfig({
         test: {
           name: 'parallel',
           include: ['packages/*/src/**/*.test.ts', 'test/**/*.test.ts'],
-          exclude: [...configDefaults.exclude, ...PAIRED, ...FLEETS, ...ALONE],
+          exclude: [...configDefaults.exclude, ...PAIRED, ...ALONE],
           maxWorkers: 2,
           sequence: { groupOrder: 0 },
         },
       },
       { extends: true, test: { name: 'paired', include: PAIRED, maxWorkers: 2, sequence: { groupOrder: 1 } } },
-      { extends: true, test: { name: 'fleets', include: FLEETS, maxWorkers: 2, sequence: { groupOrder: 2 } } },
-      { extends: true, test: { name: 'alone', include: ALONE, maxWorkers: 1, sequence: { groupOrder: 3 } } },
+      { extends: true, test: { name: 'alone', include: ALONE, maxWorkers: 1, sequence: { groupOrder: 2 } } },
     ],
   },
 })
