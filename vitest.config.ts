@@ -2,9 +2,10 @@ import { configDefaults, defineConfig } from 'vitest/config'
 
 /**
  * Files that measure time or load run after the rest: bounded waits while a private Redis is
- * stopped or stalled (which mostly wait), heap and key bounds, two at a time (PAIRED); overshoot,
- * convergence and waits with several processes saturating the CPU, one at a time (ALONE).
- * Everything else waits mostly on Redis, workerd and child processes: two files at a time.
+ * stopped or stalled (which mostly wait), heap and key bounds, a few light app processes (a
+ * decision every few ms), two at a time (PAIRED); overshoot, convergence and waits with several
+ * processes saturating the CPU, and the fault suite's tight bounds on waits, one at a time
+ * (ALONE). Everything else waits mostly on Redis, workerd and child processes: two files at a time.
  */
 const PAIRED = [
   'test/redis/failure.test.ts',
@@ -12,15 +13,11 @@ const PAIRED = [
   'test/faults/soak.test.ts',
   'test/faults/flood.test.ts',
   'test/synced/cardinality.test.ts',
-]
-const ALONE = [
-  'test/faults/faults.test.ts',
-  'test/synced/processes.test.ts',
   'test/synced/lease-processes.test.ts',
-  // CLIENT PAUSE on the shared Redis would stall every other file's calls.
+  // CLIENT PAUSE on the shared Redis would stall other files' calls: none of this group uses it.
   'test/synced/store.test.ts',
-  'test/redis/active-clients-sync.test.ts',
 ]
+const ALONE = ['test/faults/faults.test.ts', 'test/synced/processes.test.ts', 'test/redis/active-clients-sync.test.ts']
 
 export default defineConfig({
   resolve: { conditions: ['source'] },

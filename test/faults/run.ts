@@ -5,6 +5,7 @@ import { type ChildProcess, execFile, fork } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { Redis } from 'ioredis'
+import { bundled } from '../support/bundle.js'
 import { CLIENTS, type ClientKind } from '../support/clients.js'
 import { type RedisServer, startCluster, startRedisServer } from '../support/redis.js'
 import type { Sample, WorkerConfig, WorkerReport } from './worker.js'
@@ -82,11 +83,16 @@ export interface SuiteResult {
 
 const run = promisify(execFile)
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-const workerPath = fileURLToPath(new URL('./worker.ts', import.meta.url))
+const workerPath = () => bundled(fileURLToPath(new URL('./worker.ts', import.meta.url)))
 
 export async function runFaultSuite(options: SuiteOptions): Promise<SuiteResult> {
   let server: RedisServer = await startRedisServer()
-  const workers = new Workers({ ...options.worker, port: server.port, prefix: prefixOf() }, options.workers, LIBRARIES)
+  const workers = new Workers(
+    await workerPath(),
+    { ...options.worker, port: server.port, prefix: prefixOf() },
+    options.workers,
+    LIBRARIES,
+  )
   try {
     await workers.ready
     await sleep(options.baselineMs)
@@ -111,7 +117,7 @@ export async function runFaultSuite(options: SuiteOptions): Promise<SuiteResult>
 export async function runFailover(options: SuiteOptions): Promise<SuiteResult> {
   const cluster = await startCluster(3, 1)
   const nodes = [...cluster.nodes]
-  // A replica can only be promoted once it has synced (the diskless sync starts after 5 s).
+  // A replica can only be promoted once it has synced.
   await until(async () => {
     const infos = await Promise.all(
       nodes.map(async (n) => (await run('redis-cli', ['-p', String(n.port), 'info', 'replication'])).stdout),
@@ -119,6 +125,7 @@ export async function runFailover(options: SuiteOptions): Promise<SuiteResult> {
     return infos.filter((info) => info.includes('role:slave')).every((info) => info.includes('master_link_status:up'))
   }, 30_000)
   const workers = new Workers(
+    await workerPath(),
     { ...options.worker, port: 0, cluster: nodes, prefix: prefixOf() },
     options.workers,
     FAILOVER_LIBRARIES,
@@ -184,11 +191,10 @@ class Workers {
   processes: number[] = []
 
   /** Process i's store uses `libraries[i % libraries.length]`: every bound holds for each library. */
-  constructor(config: Omit<WorkerConfig, 'library'>, count: number, libraries: readonly Library[]) {
+  constructor(worker: string, config: Omit<WorkerConfig, 'library'>, count: number, libraries: readonly Library[]) {
     for (let i = 0; i < count; i++) {
       const library = libraries[i % libraries.length] as Library
-      const child = fork(workerPath, [JSON.stringify({ ...config, library })], {
-        execArgv: ['--import', 'tsx', '--conditions=source'],
+      const child = fork(worker, [JSON.stringify({ ...config, library })], {
         stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       })
       this.children.push(child)
@@ -233,6 +239,7 @@ export async function runFallbackStall(
 ): Promise<SuiteResult & { processes: number[] }> {
   const server = await startRedisServer()
   const workers = new Workers(
+    await workerPath(),
     { ...options.worker, port: server.port, prefix: prefixOf(), fallback },
     options.workers,
     LIBRARIES,

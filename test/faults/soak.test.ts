@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { describe, expect, it } from 'vitest'
+import { bundled } from '../support/bundle.js'
 
 const run = promisify(execFile)
 
@@ -9,11 +10,9 @@ const run = promisify(execFile)
 describe('soak', () => {
   it('steady load: no heap or handle growth', async () => {
     const script = fileURLToPath(new URL('./soak.ts', import.meta.url))
-    const { stdout } = await run(
-      process.execPath,
-      ['--expose-gc', '--import', 'tsx', '--conditions=source', script, '--seconds', '4'],
-      { timeout: 30_000 },
-    )
+    const { stdout } = await run(process.execPath, ['--expose-gc', await bundled(script), '--seconds', '4'], {
+      timeout: 30_000,
+    })
     const result = JSON.parse(stdout.trim().split('\n').pop() as string)
     expect(result.requests).toBeGreaterThan(500)
     expect(result.statuses[200]).toBeGreaterThan(0)

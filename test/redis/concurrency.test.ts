@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url'
 import { type PolicyOptions, parsePolicies } from '@sluice/core'
 import { RedisStore } from '@sluice/redis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { bundled } from '../support/bundle.js'
 import { clientKind, type TestClient } from '../support/clients.js'
 import { findRedis, uniquePrefix } from '../support/redis.js'
 
@@ -17,7 +18,7 @@ const NOW = 1_700_000_000_000 + 12_345
 
 /** Spawns the consumer and resolves once it is connected and waiting for "go". */
 async function startChild(args: string[]) {
-  const child = spawn(process.execPath, ['--conditions=source', '--import', 'tsx', CONSUMER, ...args], {
+  const child = spawn(process.execPath, [await bundled(CONSUMER), ...args], {
     stdio: ['pipe', 'pipe', 'inherit'],
   })
   const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]()

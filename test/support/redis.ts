@@ -161,7 +161,11 @@ export async function startCluster(masters = 3, replicas = 0): Promise<RedisClus
     for (let i = 0; i < masters * (1 + replicas); i++) {
       servers.push(
         await startRedisServer({
-          args: ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '2000'],
+          args: [
+            ...['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '2000'],
+            // A replica's first sync starts at once, not after the 5 s a master waits for more replicas.
+            ...['--repl-diskless-sync-delay', '0'],
+          ],
         }),
       )
     }

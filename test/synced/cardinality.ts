@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import type { Redis } from 'ioredis'
+import { bundled } from '../support/bundle.js'
 import { commandsBetween, parseCommandStats } from '../support/redis.js'
 import type { CardinalityPlan } from './cardinality-worker.js'
 
@@ -14,7 +15,7 @@ export interface CardinalityWorker {
 }
 
 export async function startCardinalityWorker(plan: CardinalityPlan): Promise<CardinalityWorker> {
-  const child = spawn(process.execPath, ['--conditions=source', '--import', 'tsx', WORKER, JSON.stringify(plan)], {
+  const child = spawn(process.execPath, [await bundled(WORKER), JSON.stringify(plan)], {
     stdio: ['pipe', 'pipe', 'inherit'],
   })
   const lines: string[] = []

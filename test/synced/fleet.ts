@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import type { Redis } from 'ioredis'
+import { bundled } from '../support/bundle.js'
 import type { Pattern, WorkerPlan } from './plan.js'
 
 const WORKER = fileURLToPath(new URL('./worker.ts', import.meta.url))
@@ -14,11 +15,11 @@ export interface WorkerResult {
 }
 
 /** Starts one worker process and resolves once it printed "ready". */
-export function startWorker(
+export async function startWorker(
   plan: WorkerPlan,
   onLine?: (line: string) => void,
 ): Promise<{ child: ChildProcess; done: Promise<WorkerResult> }> {
-  const child = spawn(process.execPath, ['--conditions=source', '--import', 'tsx', WORKER, JSON.stringify(plan)], {
+  const child = spawn(process.execPath, [await bundled(WORKER), JSON.stringify(plan)], {
     stdio: ['pipe', 'pipe', 'inherit'],
   })
   let buffer = ''
