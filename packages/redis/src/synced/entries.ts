@@ -1,4 +1,4 @@
-import type { PolicySet } from '@sluice/core'
+import type { Policy, PolicySet } from '@sluice/core'
 import type { Outcome } from '@sluice/core/store'
 import type { PolicyCounters } from './counters.js'
 
@@ -11,9 +11,15 @@ export interface Entry {
  * The store's entries by policy set, then key: a decision finds its entry with two lookups on
  * strings it already has, instead of building a joined id each time. Iteration and eviction go
  * set by set, each in insertion order.
+ *
+ * Counters are per key and policy id, not per set: two sets holding a policy of the same id (two
+ * plans of one named policy, or one policy in two limiters) share one PolicyCounters, so a node
+ * sends one running total per sub-window hash. Entries are the fast path to them; `#byPolicy`
+ * finds them when an entry is made, or for a set with no entry of its own (peek, refund, reset).
  */
 export class Entries {
   readonly #bySet = new Map<string, Map<string, Entry>>()
+  readonly #byPolicy = new Map<string, Map<string, PolicyCounters>>()
   #size = 0
   #cursor: Generator<[Map<string, Entry>, string, Entry]> | undefined
 
@@ -25,15 +31,40 @@ export class Entries {
     return this.#bySet.get(set.id)?.get(key)
   }
 
-  /** Adds or replaces the entry of `key` under `set`. */
-  set(key: string, set: PolicySet, entry: Entry): void {
+  /** The counters of `key` under policy id `id`, whichever set made them. */
+  counters(key: string, id: string): PolicyCounters | undefined {
+    return this.#byPolicy.get(id)?.get(key)
+  }
+
+  /**
+   * Adds the entry of `key` under `set` (it has none): each policy's counters are those already
+   * kept for the key and the policy's id, else made by `make`.
+   */
+  add(key: string, set: PolicySet, make: (policy: Policy) => PolicyCounters): Entry {
+    const entry: Entry = {
+      counters: set.policies.map((policy) => {
+        let byKey = this.#byPolicy.get(policy.id)
+        if (byKey === undefined) {
+          byKey = new Map()
+          this.#byPolicy.set(policy.id, byKey)
+        }
+        let counters = byKey.get(key)
+        if (counters === undefined) {
+          counters = make(policy)
+          byKey.set(key, counters)
+        }
+        counters.holders++
+        return counters
+      }),
+    }
     let byKey = this.#bySet.get(set.id)
     if (byKey === undefined) {
       byKey = new Map()
       this.#bySet.set(set.id, byKey)
     }
-    if (!byKey.has(key)) this.#size++
     byKey.set(key, entry)
+    this.#size++
+    return entry
   }
 
   /** Visits every entry: O(keys), for rare events only (Redis lost its keys). */
@@ -56,7 +87,7 @@ export class Entries {
       const [byKey, key, entry] = next.value
       if (visit(entry)) continue
       byKey.delete(key)
-      this.#size--
+      this.#release(key, entry)
     }
   }
 
@@ -74,12 +105,23 @@ export class Entries {
       for (const [key, entry] of byKey) {
         if (!where(entry)) continue
         byKey.delete(key)
-        this.#size--
+        this.#release(key, entry)
         if (byKey.size === 0) this.#bySet.delete(id)
         return true
       }
     }
     return false
+  }
+
+  /** A dropped entry: counters no other entry holds are forgotten with it. */
+  #release(key: string, entry: Entry): void {
+    this.#size--
+    for (const counters of entry.counters) {
+      if (--counters.holders > 0) continue
+      const byKey = this.#byPolicy.get(counters.id)
+      byKey?.delete(key)
+      if (byKey?.size === 0) this.#byPolicy.delete(counters.id)
+    }
   }
 }
 

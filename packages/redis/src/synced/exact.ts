@@ -1,4 +1,4 @@
-import type { PolicySet } from '@sluice/core'
+import type { Policy, PolicySet } from '@sluice/core'
 import { evaluate, type Outcome } from '@sluice/core/store'
 import { run, type ScriptClient, script } from '../client.js'
 import type { SyncClock } from './clock.js'
@@ -37,7 +37,7 @@ export class ExactPath {
       this.clock.deadline(now, EXACT_TIMEOUT_MS),
     ]
     const windows: SubWindow[] = []
-    for (const counters of entry.counters) {
+    for (const [p, counters] of entry.counters.entries()) {
       const { span, depth } = counters.geometry
       const current = counters.currentStart(now)
       const mine: number[] = []
@@ -50,7 +50,15 @@ export class ExactPath {
         exact.push(w.exact)
       }
       const weight = (current + span - now) / span
-      args.push(counters.policy.limit, depth, weight, counters.keepFor(counters.at(current), now), ...mine, ...exact)
+      // The limit the request is decided with: the set's (counters of a named policy serve every plan's set).
+      args.push(
+        (set.policies[p] as Policy).limit,
+        depth,
+        weight,
+        counters.keepFor(counters.at(current), now),
+        ...mine,
+        ...exact,
+      )
     }
     const sent = windows.map((w) => w.admitted)
     const sentExact = windows.map((w) => w.exact)
