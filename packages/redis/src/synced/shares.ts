@@ -13,7 +13,11 @@ const STEPS = 100
  * else, for a key Redis has reported nothing of, limit ÷ live nodes.
  */
 export class Shares {
-  readonly #sets = new Map<string, PolicySet>()
+  /**
+   * Each set's cuts by whole percent. By set object, not id: two plans of a named policy share an
+   * id but not their limits; and a calendar period's sets go with their period.
+   */
+  readonly #sets = new WeakMap<PolicySet, PolicySet[]>()
 
   constructor(readonly weight: number | undefined) {}
 
@@ -25,14 +29,18 @@ export class Shares {
   /** The set cut to `fraction` of each limit (and burst), made once per set and whole percent. */
   of(set: PolicySet, fraction: number): PolicySet {
     const steps = Math.floor(fraction * STEPS + 1e-9)
-    const id = `${steps}%\0${set.id}`
-    let share = this.#sets.get(id)
+    let cuts = this.#sets.get(set)
+    if (cuts === undefined) {
+      cuts = []
+      this.#sets.set(set, cuts)
+    }
+    let share = cuts[steps]
     if (share === undefined) {
       share = policySetOf(
         set.policies.map((p): Policy => shareOf(p, steps / STEPS)),
-        id,
+        `${steps}%\0${set.id}`,
       )
-      this.#sets.set(id, share)
+      cuts[steps] = share
     }
     return share
   }
