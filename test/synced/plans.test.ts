@@ -173,6 +173,30 @@ describe.skipIf(redis === undefined).each(CLIENTS)(
         })
       }
 
+      it('one unnamed policy in two limiters’ sets on one node: one count, as in memory, and Redis holds all of it', async () => {
+        const [a, b] = pair(() => T)
+        const alone = createLimiter({ limits: { limit: 5, window: '1m', algorithm: 'fixed-window' }, store: a })
+        const paired = createLimiter({
+          limits: [
+            { limit: 5, window: '1m', algorithm: 'fixed-window' },
+            { limit: 100, window: '1h', algorithm: 'fixed-window' },
+          ],
+          store: a,
+        })
+        try {
+          for (let i = 0; i < 3; i++) expect((await alone.consume('k')).allowed).toBe(true)
+          expect(await paired.consume('k', { cost: 2 })).toMatchObject({ allowed: true, remaining: 0 })
+          expect((await alone.consume('k')).allowed).toBe(false)
+          await a.flush()
+          const set = parsePolicies({ limit: 5, window: '1m', algorithm: 'fixed-window' })
+          b.consume('k', set, 0)
+          await b.flush()
+          expect((b.peek('k', set) as readonly Outcome[])[0]?.remaining).toBe(0)
+        } finally {
+          await Promise.all([a.close(), b.close()])
+        }
+      })
+
       it('a per-request plan read from a database: every limiter of one name on one node shares one count', async () => {
         const now = T
         const [a, b] = pair(() => now)
