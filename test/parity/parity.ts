@@ -1,29 +1,48 @@
 import { type Policy, type PolicySet, parsePolicies } from '@sluice/core'
 import { type Awaitable, type Outcome, policySetOf, type Store } from '@sluice/core/store'
+// The limiter's own resolution of calendar periods, so a trace's sets reach the stores as they would from createLimiter.
+import { calendarResolver } from '../../packages/core/src/calendar-set.js'
 import type { Trace, TracePolicy, TraceStep } from './traces.js'
 
+/** A store under test: refund is needed; a trace that penalizes or blocks needs those too. */
+export type TraceStore = Omit<Store, 'algorithms' | 'calendarPeriods' | 'namedAlgorithms' | 'approximate'> &
+  Required<Pick<Store, 'refund'>> & { close?(): Promise<void> }
+
 /** A store under test, reading the trace's clock through `now`. */
-export type StoreFactory = (
-  now: () => number,
-) => Required<Omit<Store, 'algorithms' | 'calendarPeriods' | 'namedAlgorithms' | 'approximate'>>
+export type StoreFactory = (now: () => number) => TraceStore
+
+export interface TraceOptions {
+  /**
+   * The steps of one instant (a step and the advance-0 steps after it) are asked for in the same
+   * event-loop turn, without waiting for each other, so a coalescing store decides them in one script call.
+   */
+  readonly together?: boolean
+  /** Runs after every step's answers (a SyncedStore's `flush`, so Redis is part of every decision). */
+  readonly afterStep?: (store: TraceStore) => Promise<void>
+}
 
 /**
- * Runs one trace on a fresh store and key; one outcome list per step. With `together`, the steps
- * of one instant (a step and the advance-0 steps after it) are asked for in the same event-loop
- * turn, without waiting for each other, so a coalescing store decides them in one script call.
+ * Runs one trace on a fresh store and key; one outcome list per step. Calendar periods are
+ * resolved at each step's time, as the limiter does; every set used is reset at the end. A store with `close` is closed at the end.
  */
 export async function runTrace(
   trace: Trace,
   makeStore: StoreFactory,
   key: string,
   start: number,
-  { together = false } = {},
+  { together = false, afterStep }: TraceOptions = {},
 ): Promise<(readonly Outcome[])[]> {
   let now = start
   const store = makeStore(() => now)
-  let set = traceSet(trace.limits)
-  // Every set the trace decided on: a plan change to another period's window leaves a state behind.
-  const sets = [set]
+  let limits = traceSet(trace.limits)
+  let resolve = calendarResolver(limits)
+  // Every set the trace decided on: a plan change, or a period's turn, leaves a state behind.
+  const used = new Set<PolicySet>()
+  const setAt = (at: number): PolicySet => {
+    const set = resolve === undefined ? limits : resolve(key, at)
+    used.add(set)
+    return set
+  }
   const results: (readonly Outcome[])[] = []
   const { steps } = trace
   try {
@@ -33,16 +52,18 @@ export async function runTrace(
       do {
         const action = (steps[i] as TraceStep)[1]
         if (typeof action === 'object' && 'plan' in action) {
-          set = traceSet(action.plan)
-          sets.push(set)
+          limits = traceSet(action.plan)
+          resolve = calendarResolver(limits)
         }
-        answers.push(ask(store, key, set, action, now))
+        answers.push(ask(store, key, setAt(now), action, now))
         i++
       } while (together && i < steps.length && (steps[i] as TraceStep)[0] === 0)
       results.push(...(await Promise.all(answers)))
+      await afterStep?.(store)
     }
   } finally {
-    for (const used of sets) await store.reset(key, used)
+    for (const set of used) await store.reset(key, set)
+    await store.close?.()
   }
   return results
 }
@@ -72,7 +93,7 @@ function withoutOffset<T extends { offset: number }>({ offset: _, ...rest }: T):
 
 /** One step's outcomes; a refund is sent, then a peek shows its effect (sent in that order). */
 function ask(
-  store: Required<Omit<Store, 'algorithms' | 'calendarPeriods' | 'namedAlgorithms' | 'approximate'>>,
+  store: TraceStore,
   key: string,
   set: PolicySet,
   action: TraceStep[1],
@@ -82,11 +103,14 @@ function ask(
   if (typeof action === 'object' && 'plan' in action) return store.peek(key, set)
   if (typeof action === 'number') return store.consume(key, set, action)
   if ('block' in action) {
+    if (store.block === undefined) throw new Error('the trace blocks a key: a store without block() cannot run it')
     const blocked = store.block(key, set, action.block)
     const after = store.peek(key, set)
     return Promise.all([blocked, after]).then(([, outcomes]) => outcomes)
   }
   if ('penalty' in action) {
+    if (store.penalize === undefined)
+      throw new Error('the trace penalizes a key: a store without penalize() cannot run it')
     const penalized = store.penalize(key, set, action.penalty)
     const after = store.peek(key, set)
     return Promise.all([penalized, after]).then(([, outcomes]) => outcomes)

@@ -121,3 +121,81 @@ function untilBoundary(now: number, { window, offset }: OffsetWindow, by: -1 | 0
   const end = now - ((now - offset) % window) + window
   return end + by - now
 }
+
+const TIME_ZONES = ['UTC', 'Europe/Berlin', 'America/New_York', 'Australia/Lord_Howe', 'Asia/Kathmandu']
+
+/**
+ * A named window a plan step may change the limit of: a fixed or sliding window, or a calendar
+ * period (a day, week or month in a time zone, sometimes anchored to a billing day).
+ */
+const countedPolicyArbitrary: fc.Arbitrary<PolicyOptions> = fc.oneof(
+  fc
+    .record({
+      algorithm: fc.constantFrom<AlgorithmName>('fixed-window', 'sliding-window'),
+      window: fc.constantFrom(...WINDOWS),
+      precision: fc.constantFrom(1, 2, 3, 4, 5),
+    })
+    .map(({ algorithm, window, precision }) => {
+      const options: PolicyOptions = { algorithm, limit: 1, window }
+      if (algorithm === 'sliding-window' && window % precision === 0) options.precision = precision
+      return options
+    }),
+  fc
+    .record({
+      period: fc.constantFrom('day' as const, 'week' as const, 'month' as const),
+      timeZone: fc.constantFrom(...TIME_ZONES),
+      anchor: fc.option(fc.constantFrom('2025-01-31', '2025-02-15', '2025-03-29'), { nil: undefined }),
+    })
+    .map(({ period, timeZone, anchor }) => {
+      const options: PolicyOptions = { limit: 1, period, timeZone }
+      if (anchor !== undefined && period === 'month') options.anchor = anchor
+      return options
+    }),
+)
+
+const limitArbitrary = fc.integer({ min: 3, max: 20 })
+
+/**
+ * Random sets of 1–3 named counted windows (what every store that counts serves, SyncedStore
+ * included) and 1–40 steps of clock moves (up to twice the longest window: calendar periods turn),
+ * costs, peeks, refunds (some with `admittedAt`) and plan changes: some of the same names with new limits.
+ */
+export const countedTraceArbitrary: fc.Arbitrary<Trace> = fc
+  .tuple(fc.array(countedPolicyArbitrary, { minLength: 1, maxLength: 3 }), fc.array(limitArbitrary, { minLength: 3 }))
+  .chain(([shapes, limits]) => {
+    const named = shapes.map((shape, i): PolicyOptions => ({ ...shape, name: `p${i}`, limit: limits[i] as number }))
+    const longest = Math.max(...named.map((p) => (p.period === undefined ? Number(p.window) : 31 * DAY)))
+    // Some of the policies (a plan without a policy is another set holding the others), each with a new limit.
+    const plan = fc
+      .tuple(
+        fc.array(limitArbitrary, { minLength: named.length, maxLength: named.length }),
+        fc.subarray(
+          named.map((_, i) => i),
+          { minLength: 1 },
+        ),
+      )
+      .map(([next, kept]): TraceStep[1] => ({ plan: kept.map((i) => ({ ...named[i], limit: next[i] as number })) }))
+    const step: fc.Arbitrary<TraceStep> = fc.tuple(
+      fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 5 }), fc.integer({ min: 0, max: longest * 2 })),
+      fc.oneof(
+        { weight: 6, arbitrary: fc.integer({ min: 1, max: 3 }) },
+        { weight: 1, arbitrary: fc.constant('peek' as const) },
+        { weight: 2, arbitrary: fc.integer({ min: 1, max: 3 }).map((refund) => ({ refund })) },
+        {
+          weight: 2,
+          arbitrary: fc
+            .tuple(fc.integer({ min: 1, max: 3 }), fc.integer({ min: 0, max: longest * 2 }))
+            .map(([refund, ago]) => ({ refund, ago })),
+        },
+        { weight: 2, arbitrary: plan },
+      ),
+    )
+    return fc.record({
+      name: fc.constant('random counted'),
+      limits: fc.constant(named),
+      steps: fc.array(step, { minLength: 1, maxLength: 40 }),
+      // Anywhere in about a year, so calendar periods meet month ends and daylight-saving changes.
+      start: fc.integer({ min: 0, max: 400 * DAY }),
+    })
+  })
+  .map(({ start, ...trace }) => ({ ...trace, steps: [[start, 'peek'] as TraceStep, ...trace.steps] }))

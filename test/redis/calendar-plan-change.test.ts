@@ -1,6 +1,7 @@
 import { createLimiter, MemoryStore } from '@sluice/core'
+import type { SyncedStore } from '@sluice/redis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { CLIENTS, memoryAndRedisStores, type TestClient } from '../support/clients.js'
+import { CLIENTS, memoryAndRedisStores, syncedStores, type TestClient } from '../support/clients.js'
 import { findRedis } from '../support/redis.js'
 
 const shared = await findRedis()
@@ -8,19 +9,21 @@ const at = (text: string) => Date.parse(text)
 
 /**
  * A named monthly quota keeps its month's usage when the plan (its limit) changes mid-month, in
- * memory and in Redis alike, and the next month starts afresh.
+ * memory, in Redis and on a SyncedStore alike, and the next month starts afresh.
  */
 describe.skipIf(shared === undefined)('a named calendar quota across a plan change', () => {
   const connected = new Map<string, TestClient>()
+  const synced: SyncedStore[] = []
   beforeAll(async () => {
     for (const kind of CLIENTS) connected.set(kind.name, await kind.single(shared?.port ?? 0))
   })
   afterAll(async () => {
+    await Promise.all(synced.map((store) => store.close()))
     for (const c of connected.values()) c.close()
     await shared?.stop()
   })
   const prefix = `sluice-calendar-plan-${Math.random().toString(36).slice(2)}:`
-  const stores = memoryAndRedisStores(connected, prefix)
+  const stores = [...memoryAndRedisStores(connected, prefix), ...syncedStores(connected, prefix, synced)]
 
   for (const [name, make] of stores) {
     it(`${name}: free 10 000/month → pro 1 000 000 after 4 000 used leaves 996 000; back to free leaves 0 until the 1st`, async () => {

@@ -1,25 +1,31 @@
 import { createLimiter, periodBounds } from '@sluice/core'
 import { RedisStore, SyncedStore } from '@sluice/redis'
+import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { CLIENTS, memoryAndRedisStores, type TestClient } from '../support/clients.js'
+import { CLIENTS, memoryAndRedisStores, syncedStores, type TestClient } from '../support/clients.js'
 import { findRedis } from '../support/redis.js'
 
 const shared = await findRedis()
 const at = (text: string) => Date.parse(text)
 
-/** Calendar periods decided alike by a MemoryStore and by the Redis script, and on Redis's own clock. */
+/**
+ * Calendar periods decided alike by a MemoryStore, by the Redis script and by a SyncedStore's local
+ * counts, and on Redis's own clock (the SyncedStore's: its clock moved to Redis TIME).
+ */
 describe.skipIf(shared === undefined)('calendar periods on Redis', () => {
   const connected = new Map<string, TestClient>()
+  const synced: SyncedStore[] = []
   beforeAll(async () => {
     for (const kind of CLIENTS) connected.set(kind.name, await kind.single(shared?.port ?? 0))
   })
   afterAll(async () => {
+    await Promise.all(synced.map((store) => store.close()))
     for (const c of connected.values()) c.close()
     await shared?.stop()
   })
   const prefix = `sluice-calendar-${Math.random().toString(36).slice(2)}:`
   const first = () => (connected.values().next().value as TestClient).client
-  const stores = memoryAndRedisStores(connected, prefix)
+  const stores = [...memoryAndRedisStores(connected, prefix), ...syncedStores(connected, prefix, synced)]
 
   for (const [name, make] of stores) {
     it(`${name}: a Berlin month across the spring DST change, a billing day on the 31st, and a late refund`, async () => {
@@ -69,14 +75,43 @@ describe.skipIf(shared === undefined)('calendar periods on Redis', () => {
     expect(decision.resetAfter).toBeLessThanOrEqual(end - before + 1)
   })
 
-  it('a SyncedStore refuses a calendar period at createLimiter', () => {
-    const synced = new SyncedStore({ client: first(), prefix })
+  it('a SyncedStore decides on Redis TIME too: its clock (limiter.clock) is Redis’s, and so is the period it picks', async () => {
+    const store = new SyncedStore({ client: first(), prefix: `${prefix}synced-clock:` })
+    synced.push(store)
+    const limiter = createLimiter({ limits: { limit: 5, period: 'month', timeZone: 'America/New_York' }, store })
+    await limiter.consume('time', { cost: 2 })
+    await store.flush() // its heartbeat's reply measures the offset to Redis TIME
+    const before = Date.now()
+    const clock = limiter.clock()
+    const decision = await limiter.consume('time')
+    const after = Date.now()
+    expect(decision.remaining).toBe(2)
+    // Redis's clock and this process's are one machine's: the store's clock lies between the two readings.
+    expect(clock).toBeGreaterThanOrEqual(before - 5)
+    expect(clock).toBeLessThanOrEqual(after + 5)
+    const { end } = periodBounds(before, 'month', 'America/New_York')
+    expect(decision.resetAfter).toBeGreaterThanOrEqual(end - after - 5)
+    expect(decision.resetAfter).toBeLessThanOrEqual(end - before + 5)
+  })
+
+  it('a SyncedStore keeps a month’s hash in Redis until the month ends (and a margin for late syncs)', async () => {
+    const now = at('2026-01-31T12:00:00Z')
+    const store = new SyncedStore({ client: first(), prefix: `${prefix}synced-ttl:`, interval: '1h', now: () => now })
+    synced.push(store)
+    const limiter = createLimiter({ limits: { limit: 100, period: 'month', timeZone: 'UTC' }, store })
+    await limiter.consume('ttl', { cost: 7 })
+    await store.flush()
+    const raw = new Redis(shared?.port ?? 0, '127.0.0.1')
     try {
-      expect(() => createLimiter({ limits: { limit: 1, period: 'day' }, store: synced })).toThrow(
-        /limits\[0\]\.period is not served by SyncedStore/,
-      )
+      const keys = await raw.keys(`${prefix}synced-ttl:*:s:*`)
+      expect(keys).toHaveLength(1)
+      expect(await raw.hgetall(keys[0] as string)).toEqual({ [`a:${store.nodeId}`]: '7' })
+      const ttl = await raw.pttl(keys[0] as string)
+      const monthLeft = at('2026-02-01T00:00:00Z') - now
+      expect(ttl).toBeGreaterThan(monthLeft)
+      expect(ttl).toBeLessThanOrEqual(monthLeft + 5000)
     } finally {
-      void synced.close?.()
+      raw.disconnect()
     }
   })
 })

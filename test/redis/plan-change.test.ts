@@ -9,7 +9,10 @@ const shared = await findRedis()
 const DAY = 86_400_000
 const start = 20_000 * DAY + 1000
 
-/** A named policy keeps its usage when its limit changes, on Redis as in memory; the SyncedStore refuses named policies. */
+/**
+ * A named policy keeps its usage when its limit changes, on Redis as in memory, and on a SyncedStore
+ * for the algorithms it keeps named (`namedAlgorithms`); it refuses the others at createLimiter.
+ */
 describe.skipIf(shared === undefined)('named policies on Redis across a plan change', () => {
   let connected: TestClient
   beforeAll(async () => {
@@ -21,17 +24,29 @@ describe.skipIf(shared === undefined)('named policies on Redis across a plan cha
   })
   const prefix = `sluice-plan-${Math.random().toString(36).slice(2)}:`
 
-  for (const algorithm of ALGORITHMS) {
-    it(`${algorithm}: an upgrade after 100 of 100 used leaves 900, a downgrade nothing`, async () => {
-      const store = new RedisStore({ client: connected.client, prefix, now: () => start, deniedCache: false })
-      const free = createLimiter({ limits: { name: 'plan', limit: 100, window: '1d', algorithm }, store })
-      const pro = createLimiter({ limits: { name: 'plan', limit: 1000, window: '1d', algorithm }, store })
-      const key = `up-${algorithm}`
-      expect((await free.consume(key, { cost: 100 })).allowed).toBe(true)
-      expect((await pro.peek(key)).remaining).toBe(900)
-      expect((await pro.consume(key, { cost: 900 })).allowed).toBe(true)
-      expect(await free.consume(key)).toMatchObject({ allowed: false, remaining: 0 })
-      expect(await pro.consume(key)).toMatchObject({ allowed: false, remaining: 0 })
+  const onRedis = () => new RedisStore({ client: connected.client, prefix, now: () => start, deniedCache: false })
+  const synced = () =>
+    new SyncedStore({ client: connected.client, prefix: `${prefix}synced:`, interval: '1h', now: () => start })
+  const cases = [
+    ...ALGORITHMS.map((algorithm) => ['RedisStore', algorithm, onRedis] as const),
+    ...(['fixed-window', 'sliding-window'] as const).map((algorithm) => ['SyncedStore', algorithm, synced] as const),
+  ]
+
+  for (const [name, algorithm, make] of cases) {
+    it(`${name}, ${algorithm}: an upgrade after 100 of 100 used leaves 900, a downgrade nothing`, async () => {
+      const store = make()
+      try {
+        const free = createLimiter({ limits: { name: 'plan', limit: 100, window: '1d', algorithm }, store })
+        const pro = createLimiter({ limits: { name: 'plan', limit: 1000, window: '1d', algorithm }, store })
+        const key = `up-${algorithm}`
+        expect((await free.consume(key, { cost: 100 })).allowed).toBe(true)
+        expect((await pro.peek(key)).remaining).toBe(900)
+        expect((await pro.consume(key, { cost: 900 })).allowed).toBe(true)
+        expect(await free.consume(key)).toMatchObject({ allowed: false, remaining: 0 })
+        expect(await pro.consume(key)).toMatchObject({ allowed: false, remaining: 0 })
+      } finally {
+        if (store instanceof SyncedStore) await store.close()
+      }
     })
   }
 
@@ -56,16 +71,23 @@ describe.skipIf(shared === undefined)('named policies on Redis across a plan cha
     }
   })
 
-  it('SyncedStore refuses every named policy with a ConfigError', async () => {
+  it('SyncedStore takes named fixed and sliding windows; a named policy it cannot keep is a ConfigError, never a reset', async () => {
     const store = new SyncedStore({ client: connected.client, prefix })
     try {
-      expect(() => createLimiter({ limits: { name: 'plan', limit: 100, window: '1d' }, store })).toThrow(
-        expect.objectContaining({
-          field: 'limits[0].name',
-          value: 'plan',
-          message: expect.stringMatching(/SyncedStore/),
-        }),
-      )
+      expect(store.namedAlgorithms).toEqual(expect.arrayContaining(['fixed-window', 'sliding-window']))
+      for (const algorithm of store.algorithms) {
+        const named = () => createLimiter({ limits: { name: 'plan', limit: 100, window: '1d', algorithm }, store })
+        if (store.namedAlgorithms.includes(algorithm)) expect(named).not.toThrow()
+        else {
+          expect(named).toThrow(
+            expect.objectContaining({
+              field: 'limits[0].name',
+              value: 'plan',
+              message: expect.stringMatching(/SyncedStore/),
+            }),
+          )
+        }
+      }
     } finally {
       await store.close()
     }

@@ -3,7 +3,7 @@
 // the tests stay on ioredis; only the client handed to the store changes.
 import { MemoryStore } from '@sluice/core'
 import type { Store } from '@sluice/core/store'
-import { type RedisClient, RedisStore } from '@sluice/redis'
+import { type RedisClient, RedisStore, SyncedStore } from '@sluice/redis'
 import { Cluster as IoCluster, Redis as IoRedis, type RedisOptions } from 'ioredis'
 import { Cluster as ValkeyCluster, Redis as ValkeyRedis } from 'iovalkey'
 import { createClient, createCluster } from 'redis'
@@ -129,4 +129,29 @@ export function memoryAndRedisStores(connected: ReadonlyMap<string, TestClient>,
       ],
     ),
   ]
+}
+
+/**
+ * A SyncedStore on each client of `connected`, one node alone in its fleet (a prefix of its own
+ * per store): the rows to add to `memoryAndRedisStores` for a scenario every store that counts
+ * decides alike. Each store made is put in `made`, for the suite to close. Its timer waits an hour:
+ * the scenario's steps, not background syncs, decide what Redis sees.
+ */
+export function syncedStores(
+  connected: ReadonlyMap<string, TestClient>,
+  prefix: string,
+  made: SyncedStore[],
+): StoreOnClock[] {
+  let stores = 0
+  return CLIENTS.map(
+    ({ name }): StoreOnClock => [
+      `synced on ${name}`,
+      (now) => {
+        const client = (connected.get(name) as TestClient).client
+        const store = new SyncedStore({ client, prefix: `${prefix}synced-${stores++}:`, interval: '1h', now })
+        made.push(store)
+        return store
+      },
+    ],
+  )
 }

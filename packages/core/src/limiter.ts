@@ -542,7 +542,7 @@ function assertServes(store: Store, set: PolicySet): void {
       throw new ConfigError(
         `limits[${i}].period`,
         policy.calendar.period,
-        `is not served by ${storeName}: a calendar period needs a store whose fixed windows start where the period does (calendarPeriods: MemoryStore, RedisStore, DurableObjectStore); policy "${policy.name}"`,
+        `is not served by ${storeName}: a calendar period needs a store whose fixed windows start where the period does (calendarPeriods: MemoryStore, RedisStore, SyncedStore, DurableObjectStore); policy "${policy.name}"`,
       )
     }
     if (served !== undefined && !served.includes(policy.algorithm)) {

@@ -37,6 +37,7 @@ export {
   step,
   tokenBucket,
   transitions,
+  windowStart,
 } from './algorithms/index.js'
 export { toDecision } from './decision.js'
 export { parseDurationString, toMilliseconds } from './duration.js'

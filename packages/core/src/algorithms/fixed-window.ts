@@ -24,8 +24,11 @@ export const fixedWindow: Transition<FixedWindowState> = (state, now, policy, co
   return { state: { start, count: count + cost }, outcome }
 }
 
-/** The start of the window that holds `now`: `offset` after a multiple of `window`. */
-export function windowStart(now: number, { window, offset }: Policy): number {
+/**
+ * The start of the window that holds `now`: `offset` after a multiple of `window`. Only the
+ * window and offset are read, so a store may pass what it keeps of a policy (a sub-window's span).
+ */
+export function windowStart(now: number, { window, offset }: Pick<Policy, 'window' | 'offset'>): number {
   const into = (now - offset) % window
   return now - (into < 0 ? into + window : into)
 }

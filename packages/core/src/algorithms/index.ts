@@ -20,6 +20,7 @@ import { refundTokenBucket, tokenBucket, tokenBucketMeter } from './token-bucket
 export type { BlockingStep, BlockState } from './block.js'
 export { maxAdmittedInWindow, slidingWindowBoundFor } from './bounds.js'
 export type { FixedWindowState } from './fixed-window.js'
+export { windowStart } from './fixed-window.js'
 export type { GcraState } from './gcra.js'
 export type { Kept, Meter } from './meter.js'
 export type { Outcome, Refund, Step, Transition } from './outcome.js'

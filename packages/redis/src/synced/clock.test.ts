@@ -54,6 +54,17 @@ describe('SyncClock: window time follows Redis, not a stepped local clock', () =
     expect(clock.checkStep()).toBe(false)
   })
 
+  it('toLocal turns a window time (an admittedAt read on store.now()) back into the local clock it was read at', () => {
+    const local = clocks()
+    const clock = new SyncClock(undefined, local)
+    clock.measure(local.wall(), local.wall() + 2, local.wall() + 1 + SERVER_AHEAD)
+    const admittedAt = clock.time()
+    const readAt = local.wall()
+    local.advance(30_000)
+    expect(admittedAt).toBe(readAt + SERVER_AHEAD)
+    expect(clock.toLocal(admittedAt)).toBe(readAt)
+  })
+
   it('an injected clock (tests) is window time itself: no offset, no step', () => {
     let now = 1_000
     const clock = new SyncClock(() => now)

@@ -64,6 +64,11 @@ export class SyncClock {
     return this.injected === undefined ? Math.floor(local + this.#offset) : local
   }
 
+  /** The local time at window time `time`: what the local clock read then. */
+  toLocal(time: number): number {
+    return this.injected === undefined ? Math.round(time - this.#offset) : time
+  }
+
   /**
    * Keeps the offset from the sync with the shortest round trip (a busy event loop that reads a
    * reply late skews the midpoint), and a fresh one once it is 10 s old, as clocks drift.

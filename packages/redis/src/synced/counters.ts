@@ -1,4 +1,5 @@
-import type { Policy } from '@sluice/core'
+import type { AlgorithmName, Policy } from '@sluice/core'
+import { windowStart } from '@sluice/core/store'
 
 /** Hashes outlive their last estimate by this much, so a late flush still finds them. */
 const KEEP_SLACK_MS = 5000
@@ -163,9 +164,26 @@ export function geometryOf(policy: Policy): Geometry {
     : { span: policy.window, depth: 1 }
 }
 
-/** One policy's sub-windows for one key, oldest first; older ones stay only while unsent. */
+/**
+ * One policy's sub-windows for one key, oldest first; older ones stay only while unsent. One per
+ * key and policy id on a node, shared by every set holding a policy of that id (see `Entries`):
+ * a named policy's id leaves out its limit, so sets of two plans count in the same sub-windows.
+ * It keeps only what the id fixes (algorithm, geometry, where windows start); the limit a
+ * decision reads is its set's policy's.
+ */
 export class PolicyCounters {
   readonly windows: SubWindow[] = []
+  readonly algorithm: AlgorithmName
+  readonly geometry: Geometry
+  /** Sub-windows as `windowStart` reads them: `span` long, starting at the policy's `offset` (a calendar period's start). */
+  readonly #aligned: Pick<Policy, 'window' | 'offset'>
+  /**
+   * The limit of the last decision here, for the sync loop's thresholds (which key to watch, which
+   * may hold its news); a plan change moves it with the first decision under the new limit.
+   */
+  limit: number
+  /** How many entries (key and set) hold these counters; the store forgets them with the last. */
+  holders = 0
   /** Redis has answered for this key (a sync or an exact call) since this node began counting it. */
   heard = false
   /** Waiting in the sync loop's list of what changed here since the last sync, and since when (window time). */
@@ -178,11 +196,17 @@ export class PolicyCounters {
   #lastRateStart = Number.NEGATIVE_INFINITY
 
   constructor(
-    readonly policy: Policy,
-    readonly geometry: Geometry,
+    /** The policy id these counters are kept under. */
+    readonly id: string,
+    policy: Policy,
     /** The Redis key of the hash for the sub-window starting at `start`. */
     readonly keyAt: (start: number) => string,
-  ) {}
+  ) {
+    this.algorithm = policy.algorithm
+    this.geometry = geometryOf(policy)
+    this.#aligned = { window: this.geometry.span, offset: policy.offset }
+    this.limit = policy.limit
+  }
 
   /** The sub-window starting at `start`, made if missing (kept in start order). */
   at(start: number): SubWindow {
@@ -249,18 +273,21 @@ export class PolicyCounters {
   }
 
   /**
-   * Takes the cost off this node's own counts, newest live sub-window first (what other nodes
-   * counted is theirs to refund). With `admittedAt`, only off the sub-window the refunded request
-   * counted in, and nothing once that has slid out, as core's refunds do.
+   * Takes the cost off this node's own counts (what other nodes counted is theirs to refund), by
+   * core's refund rules: newest live sub-window first; with `admittedAt`, only off the sub-window
+   * the request was counted in, while it is live (the newest one counted in when `admittedAt` lies
+   * past it: a clock read just after the admission).
    */
-  refund(cost: number, now: number, admittedAt?: number): void {
+  refund(cost: number, now: number, admittedAt: number | undefined): void {
     const { span, depth } = this.geometry
-    const current = this.currentStart(now)
-    const oldest = current - (depth - 1) * span
+    const oldest = this.currentStart(now) - (depth - 1) * span
     if (admittedAt !== undefined) {
-      // Read just after the admission: a time past now's sub-window means now's.
-      const start = Math.min(current, this.currentStart(admittedAt))
-      if (start >= oldest) this.find(start)?.refund(cost)
+      const counted = this.#newestCounted(now)
+      if (counted === undefined) return
+      const admittedIn = this.currentStart(admittedAt)
+      // A fixed window gives back only in the window of the admission; a sliding window's newest sub-window stands for later times.
+      const into = this.algorithm === 'sliding-window' ? Math.min(admittedIn, counted.start) : admittedIn
+      if (into >= oldest) this.find(into)?.refund(cost)
       return
     }
     let left = cost
@@ -268,6 +295,15 @@ export class PolicyCounters {
       const w = this.windows[i] as SubWindow
       if (w.start >= oldest && w.start <= now) left -= w.refund(left)
     }
+  }
+
+  /** The newest sub-window up to `now` that this node admitted into (what core's state starts at). */
+  #newestCounted(now: number): SubWindow | undefined {
+    for (let i = this.windows.length - 1; i >= 0; i--) {
+      const w = this.windows[i] as SubWindow
+      if (w.start <= now && w.admitted + w.exact > 0) return w
+    }
+    return undefined
   }
 
   /** Starts every sub-window of the estimate at `now` again from 0; their Redis keys. */
@@ -305,9 +341,9 @@ export class PolicyCounters {
     return global > 0 ? Math.min(1, Math.max(0, mine / global)) : undefined
   }
 
-  /** The start of the sub-window holding `now`. */
+  /** The start of the sub-window holding `now` (a fixed window's: where the core transition starts it, `offset` included). */
   currentStart(now: number): number {
-    return now - (now % this.geometry.span)
+    return windowStart(now, this.#aligned)
   }
 
   /** Whether a sub-window still weighs in an estimate at `now`. */
@@ -349,7 +385,7 @@ export class PolicyCounters {
   /** The core algorithm's state built from the global estimates, for the transitions in core. */
   stateAt(now: number, own = false): unknown {
     const start = this.currentStart(now)
-    if (this.policy.algorithm !== 'sliding-window') return { start, count: this.#countAt(start, own) }
+    if (this.algorithm !== 'sliding-window') return { start, count: this.#countAt(start, own) }
     const { span, depth } = this.geometry
     const counts: number[] = []
     for (let i = depth - 1; i >= 0; i--) counts.push(this.#countAt(start - i * span, own))

@@ -1,4 +1,4 @@
-import type { PolicySet } from '@sluice/core'
+import type { Policy, PolicySet } from '@sluice/core'
 import type { Outcome } from '@sluice/core/store'
 import type { PolicyCounters } from './counters.js'
 
@@ -11,9 +11,22 @@ export interface Entry {
  * The store's entries by policy set, then key: a decision finds its entry with two lookups on
  * strings it already has, instead of building a joined id each time. Iteration and eviction go
  * set by set, each in insertion order.
+ *
+ * Counters are per key and policy id, not per set: two sets holding a policy of the same id (two
+ * plans of one named policy, or one policy in two limiters) share one PolicyCounters, so a node
+ * sends one running total per sub-window hash. Entries are the fast path to them; `#byKey` finds
+ * them when an entry is made, or for a set with no entry of its own (peek, refund, reset).
  */
 export class Entries {
   readonly #bySet = new Map<string, Map<string, Entry>>()
+  /**
+   * Every key's counters, whichever sets hold them (a key has a few). One map entry per key, whose
+   * list is the first entry's own array until another set adds to it, so a new key costs what it
+   * did before counters were shared (two-policy set, CPU per new key, min of 8 rounds of 50k:
+   * 17.7–18.0 µs against 18.0–18.6 before; a map entry per policy id instead, 19.4–20.0). Lists
+   * are replaced, never changed in place, as an entry may own the array.
+   */
+  readonly #byKey = new Map<string, readonly PolicyCounters[]>()
   #size = 0
   #cursor: Generator<[Map<string, Entry>, string, Entry]> | undefined
 
@@ -25,15 +38,38 @@ export class Entries {
     return this.#bySet.get(set.id)?.get(key)
   }
 
-  /** Adds or replaces the entry of `key` under `set`. */
-  set(key: string, set: PolicySet, entry: Entry): void {
+  /** The counters of `key` under policy id `id`, whichever set made them. */
+  counters(key: string, id: string): PolicyCounters | undefined {
+    const known = this.#byKey.get(key)
+    return known === undefined ? undefined : withId(known, id)
+  }
+
+  /**
+   * Adds the entry of `key` under `set` (it has none): each policy's counters are those already
+   * kept for the key and the policy's id, else made by `make`.
+   */
+  add(key: string, set: PolicySet, make: (policy: Policy) => PolicyCounters): Entry {
+    const known = this.#byKey.get(key)
+    const entry: Entry = {
+      counters: set.policies.map((policy) => {
+        const counters = (known === undefined ? undefined : withId(known, policy.id)) ?? make(policy)
+        counters.holders++
+        return counters
+      }),
+    }
+    if (known === undefined) this.#byKey.set(key, entry.counters)
+    else {
+      const added = entry.counters.filter((counters) => !known.includes(counters))
+      if (added.length > 0) this.#byKey.set(key, [...known, ...added])
+    }
     let byKey = this.#bySet.get(set.id)
     if (byKey === undefined) {
       byKey = new Map()
       this.#bySet.set(set.id, byKey)
     }
-    if (!byKey.has(key)) this.#size++
     byKey.set(key, entry)
+    this.#size++
+    return entry
   }
 
   /** Visits every entry: O(keys), for rare events only (Redis lost its keys). */
@@ -56,7 +92,7 @@ export class Entries {
       const [byKey, key, entry] = next.value
       if (visit(entry)) continue
       byKey.delete(key)
-      this.#size--
+      this.#release(key, entry)
     }
   }
 
@@ -74,12 +110,23 @@ export class Entries {
       for (const [key, entry] of byKey) {
         if (!where(entry)) continue
         byKey.delete(key)
-        this.#size--
+        this.#release(key, entry)
         if (byKey.size === 0) this.#bySet.delete(id)
         return true
       }
     }
     return false
+  }
+
+  /** A dropped entry: counters no other entry holds are forgotten with it. */
+  #release(key: string, entry: Entry): void {
+    this.#size--
+    let forgotten = false
+    for (const counters of entry.counters) if (--counters.holders === 0) forgotten = true
+    if (!forgotten) return
+    const left = this.#byKey.get(key)?.filter((counters) => counters.holders > 0) ?? []
+    if (left.length === 0) this.#byKey.delete(key)
+    else this.#byKey.set(key, left)
   }
 }
 
@@ -98,4 +145,10 @@ export function markDenied(entry: Entry, now: number, outcomes: readonly Outcome
   for (const [i, counters] of entry.counters.entries()) {
     if (!(outcomes[i] as Outcome).allowed) counters.at(counters.currentStart(now)).deny()
   }
+}
+
+/** The counters of policy id `id` among a key's few. */
+function withId(all: readonly PolicyCounters[], id: string): PolicyCounters | undefined {
+  for (const counters of all) if (counters.id === id) return counters
+  return undefined
 }

@@ -1,4 +1,4 @@
-import type { PolicySet } from '@sluice/core'
+import type { Policy, PolicySet } from '@sluice/core'
 import { evaluate, type Outcome } from '@sluice/core/store'
 import { run, type ScriptClient, script } from '../client.js'
 import type { SyncClock } from './clock.js'
@@ -37,23 +37,35 @@ export class ExactPath {
       this.clock.deadline(now, EXACT_TIMEOUT_MS),
     ]
     const windows: SubWindow[] = []
-    for (const counters of entry.counters) {
+    for (const [p, counters] of entry.counters.entries()) {
       const { span, depth } = counters.geometry
       const current = counters.currentStart(now)
       const mine: number[] = []
       const exact: number[] = []
+      const refunded: number[] = []
       for (let i = depth - 1; i >= 0; i--) {
         const w = counters.at(current - i * span)
         windows.push(w)
         keys.push(w.redisKey)
         mine.push(w.admitted)
         exact.push(w.exact)
+        refunded.push(w.refunded)
       }
       const weight = (current + span - now) / span
-      args.push(counters.policy.limit, depth, weight, counters.keepFor(counters.at(current), now), ...mine, ...exact)
+      // The limit the request is decided with: the set's (counters of a named policy serve every plan's set).
+      args.push(
+        (set.policies[p] as Policy).limit,
+        depth,
+        weight,
+        counters.keepFor(counters.at(current), now),
+        ...mine,
+        ...exact,
+        ...refunded,
+      )
     }
     const sent = windows.map((w) => w.admitted)
     const sentExact = windows.map((w) => w.exact)
+    const sentRefunded = windows.map((w) => w.refunded)
     const call = run(this.client, EXACT, keys, args) as Promise<number[]>
     let reply: number[] | undefined
     try {
@@ -70,7 +82,7 @@ export class ExactPath {
     const admitted = reply[0] === 1
     // This node's part of the reply: what it sent, and its exact admissions so far (one in flight may be missing).
     for (const [i, w] of windows.entries()) {
-      w.acknowledge(sent[i] as number, 0, sentExact[i] as number, false)
+      w.acknowledge(sent[i] as number, sentRefunded[i] as number, sentExact[i] as number, false)
       w.heard(reply[1 + i] as number, w.sentAdmitted - w.sentRefunded + w.exact, false, now, this.interval)
     }
     for (const counters of entry.counters) counters.heard = true

@@ -13,10 +13,10 @@ const STEPS = 100
  */
 export class Shares {
   /**
-   * Per set object, then per whole percent: not per set id, as the sets of two plans of a named
-   * policy share an id (their limits differ).
+   * Each set's cuts by whole percent. By set object, not id: two plans of a named policy share an
+   * id but not their limits; and a calendar period's sets go with their period.
    */
-  readonly #sets = new WeakMap<PolicySet, Map<number, PolicySet>>()
+  readonly #sets = new WeakMap<PolicySet, PolicySet[]>()
 
   constructor(readonly weight: number | undefined) {}
 
@@ -28,19 +28,19 @@ export class Shares {
   /** The set cut to `fraction` of each limit (and burst), made once per set and whole percent. */
   of(set: PolicySet, fraction: number): PolicySet {
     const steps = Math.floor(fraction * STEPS + 1e-9)
-    let bySteps = this.#sets.get(set)
-    if (bySteps === undefined) {
-      bySteps = new Map()
-      this.#sets.set(set, bySteps)
+    let cuts = this.#sets.get(set)
+    if (cuts === undefined) {
+      cuts = []
+      this.#sets.set(set, cuts)
     }
-    let share = bySteps.get(steps)
+    let share = cuts[steps]
     if (share === undefined) {
       // Each policy keeps its id: the share's state is the key's, whatever the share and the plan.
       share = policySetOf(
         set.policies.map((p): Policy => shareOf(p, steps / STEPS)),
         `${steps}%\0${set.id}`,
       )
-      bySteps.set(steps, share)
+      cuts[steps] = share
     }
     return share
   }

@@ -1,11 +1,11 @@
-import { type AlgorithmName, MemoryStore, type PolicySet, StoreFullError } from '@sluice/core'
+import { type AlgorithmName, MemoryStore, type Policy, type PolicySet, StoreFullError } from '@sluice/core'
 import { containObserve, evaluate, type Outcome, peekOutcome, type Store } from '@sluice/core/store'
 import { run, type ScriptClient, script, scriptClient } from '../client.js'
 import { hashTag } from '../keys.js'
 import { RedisStore } from '../store.js'
 import { BUCKETS, BucketPath } from './buckets.js'
 import { SyncClock } from './clock.js'
-import { geometryOf, PolicyCounters } from './counters.js'
+import { PolicyCounters } from './counters.js'
 import { countIn, Entries, type Entry, markDenied, statesOf } from './entries.js'
 import { EXACT_TIMEOUT_MS, ExactPath } from './exact.js'
 import { Fleet } from './fleet.js'
@@ -18,7 +18,7 @@ export type { SyncedStoreOptions } from './options.js'
 
 /** Algorithms counted locally; token bucket and GCRA take the bucket path (see README). */
 const COUNTED: readonly AlgorithmName[] = ['fixed-window', 'sliding-window']
-const SERVED: readonly AlgorithmName[] = Object.freeze([...COUNTED, 'token-bucket', 'gcra'])
+const SERVED: readonly AlgorithmName[] = Object.freeze([...COUNTED, ...BUCKETS])
 const RESET = script(RESET_LUA)
 /** Part of every key: sub-window hashes, apart from RedisStore's `b:` state strings. */
 const LAYOUT = 's:'
@@ -37,11 +37,15 @@ const LAYOUT = 's:'
 export class SyncedStore implements Store {
   readonly algorithms = SERVED
   /**
-   * Token bucket and GCRA keep a named policy's state across a change of limit or burst: leased,
-   * exact (RedisStore) and on this node's share alike (see `BucketPath`). Fixed and sliding
-   * windows are refused at `createLimiter` rather than reset on a plan change.
+   * Every algorithm it serves keeps a named policy across a change of limit. The counted windows:
+   * a named policy's sub-windows are kept under its id, limit left out, and shared by every set
+   * holding it (see `Entries`), so each node reads the same global count against the limit it is
+   * given. Token bucket and GCRA: leased, exact (RedisStore) and on this node's share alike (see
+   * `BucketPath`).
    */
-  readonly namedAlgorithms: readonly AlgorithmName[] = Object.freeze([...BUCKETS])
+  readonly namedAlgorithms: readonly AlgorithmName[] = SERVED
+  /** Fixed windows start at a policy's `offset` (`PolicyCounters.currentStart`), on the clock of `now()`. */
+  readonly calendarPeriods = true
   readonly prefix: string
   readonly nodeId: string
   readonly interval: number
@@ -107,7 +111,11 @@ export class SyncedStore implements Store {
     const local = this.#clock.local()
     const now = this.#clock.at(local)
     const entry = this.#entryOf(key, set)
-    for (const counters of entry.counters) {
+    const all = entry.counters
+    for (let i = 0; i < all.length; i++) {
+      const counters = all[i] as PolicyCounters
+      // The sync loop's thresholds read the limit of the last decision (two plans may share the counters).
+      counters.limit = (set.policies[i] as Policy).limit
       counters.at(counters.currentStart(now)).ask(cost)
       this.#loop.touch(counters, now)
     }
@@ -117,7 +125,7 @@ export class SyncedStore implements Store {
       markDenied(entry, now, global.outcomes)
       return global.outcomes
     }
-    if (this.#needsExact(entry, now, local, global.outcomes)) return this.#exact.decide(entry, set, cost, now)
+    if (this.#needsExact(entry, set, now, local, global.outcomes)) return this.#exact.decide(entry, set, cost, now)
     countIn(entry, now, cost)
     return global.outcomes
   }
@@ -125,25 +133,40 @@ export class SyncedStore implements Store {
   peek(key: string, set: PolicySet): readonly Outcome[] | Promise<readonly Outcome[]> {
     if (!this.#countsLocally(set)) return this.#buckets.peek(key, set)
     const now = this.#clock.time()
-    const entry = this.#entries.get(key, set)
-    const states = entry === undefined ? [] : statesOf(entry, now, false)
-    return set.policies.map((policy, i) => peekOutcome(states[i], now, policy))
+    const counters = this.#countersIn(key, set)
+    return set.policies.map((policy, i) => peekOutcome(counters[i]?.stateAt(now, false), now, policy))
   }
 
   /**
-   * Takes the cost off this node's own counts (see `PolicyCounters.refund`; with `admittedAt`, only
-   * in the sub-window it was admitted in); other nodes see it at the next sync.
+   * Takes the cost off this node's own counts (see `PolicyCounters.refund`: with `admittedAt`, on
+   * this store's clock, only in the (sub-)window it was admitted in); other nodes see it at the next sync.
    */
   refund(key: string, set: PolicySet, cost: number, admittedAt?: number): undefined | Promise<void> {
-    if (!this.#countsLocally(set)) return this.#buckets.refund(key, set, cost, admittedAt)
-    const entry = this.#entries.get(key, set)
-    if (entry === undefined) return undefined
+    if (!this.#countsLocally(set)) {
+      // The bucket path's stores read their local clock; `admittedAt` was read on window time.
+      return this.#buckets.refund(
+        key,
+        set,
+        cost,
+        admittedAt === undefined ? undefined : this.#clock.toLocal(admittedAt),
+      )
+    }
     const now = this.#clock.time()
-    for (const counters of entry.counters) {
+    for (const counters of this.#countersIn(key, set)) {
+      if (counters === undefined) continue
       counters.refund(cost, now, admittedAt)
       this.#loop.touch(counters, now)
     }
     return undefined
+  }
+
+  /**
+   * The clock decisions are made on, epoch ms: the local clock moved by its offset to Redis
+   * `TIME` (the injected `now` as it is). The limiter reads `admittedAt` and chooses calendar
+   * periods on it, so a period turns when this store's windows do.
+   */
+  now(): number {
+    return this.#clock.time()
   }
 
   /** Starts the key's count again from 0 on every node (in Redis: `o` = the count so far). */
@@ -151,10 +174,10 @@ export class SyncedStore implements Store {
     if (!this.#countsLocally(set)) return this.#buckets.reset(key, set)
     const now = this.#clock.time()
     const keys: string[] = []
-    const entry = this.#entries.get(key, set)
-    for (const policy of set.policies) {
-      const counters = entry?.counters.find((c) => c.policy === policy) ?? this.#countersOf(key, policy)
-      keys.push(...counters.reset(now))
+    const counters = this.#countersIn(key, set)
+    for (const [i, policy] of set.policies.entries()) {
+      // Counters this node never made (the key was counted elsewhere) only name the hashes to reset.
+      keys.push(...(counters[i] ?? this.#countersOf(key, policy)).reset(now))
     }
     await run(this.#client, RESET, keys, [])
   }
@@ -186,13 +209,13 @@ export class SyncedStore implements Store {
    * all, near is `exactAbove` of this node's share (limit ÷ live nodes), since a cold fleet's
    * nodes would otherwise each admit most of the limit before the first sync.
    */
-  #needsExact(entry: Entry, now: number, local: number, outcomes: readonly Outcome[]): boolean {
+  #needsExact(entry: Entry, set: PolicySet, now: number, local: number, outcomes: readonly Outcome[]): boolean {
     const all = entry.counters
     const live = this.#fleet.liveNodes
     const lag = this.#loop.lagAt(local)
     for (let i = 0; i < all.length; i++) {
       const counters = all[i] as PolicyCounters
-      const { limit } = counters.policy
+      const { limit } = set.policies[i] as Policy
       if (counters.find(counters.currentStart(now))?.deniedAnywhere === true) return true
       const unseen = counters.unseen(now, live, this.interval, lag)
       // Until Redis has answered for the key, the others' counts are unknown: this node keeps to its share.
@@ -231,17 +254,20 @@ export class SyncedStore implements Store {
   }
 
   #entryOf(key: string, set: PolicySet): Entry {
-    let entry = this.#entries.get(key, set)
+    const entry = this.#entries.get(key, set)
     if (entry !== undefined) return entry
     if (this.#entries.size >= this.#maxKeys) this.#evict()
-    entry = { counters: set.policies.map((policy) => this.#countersOf(key, policy)) }
-    this.#entries.set(key, set, entry)
-    return entry
+    return this.#entries.add(key, set, (policy) => this.#countersOf(key, policy))
   }
 
-  #countersOf(key: string, policy: PolicySet['policies'][number]): PolicyCounters {
+  /** Each policy's counters for the key, from the set's entry or whichever set made them; undefined where none. */
+  #countersIn(key: string, set: PolicySet): readonly (PolicyCounters | undefined)[] {
+    return this.#entries.get(key, set)?.counters ?? set.policies.map((policy) => this.#entries.counters(key, policy.id))
+  }
+
+  #countersOf(key: string, policy: Policy): PolicyCounters {
     const head = `${this.prefix}{${hashTag(key)}}:${LAYOUT}${policy.id}:`
-    return new PolicyCounters(policy, geometryOf(policy), (start) => head + start)
+    return new PolicyCounters(policy.id, policy, (start) => head + start)
   }
 
   /**

@@ -81,8 +81,8 @@ export const PAST_DEADLINE = -1
  * One exact decision on the same hashes. A call that runs after its deadline (Redis time) does
  * nothing: the node has answered it as denied on its timeout, so counting it would count a request
  * nobody admitted (and a Redis backed up with such calls sheds them cheaply). Else this node's `a:`
- * totals catch up first (what it admitted locally and has not synced yet must count here, or the
- * check would miss it); then every policy's estimate from the global counts (for a sliding window
+ * and `r:` totals catch up first (what it admitted or refunded locally and has not synced yet must
+ * count here, or the check would miss it: a refund just before would not free its units); then every policy's estimate from the global counts (for a sliding window
  * the oldest sub-window weighted by the share of it still inside), all-or-nothing; admitted: this
  * node's `x:` field grows by the cost in each policy's current sub-window; denied: `d` is set
  * there, so every node learns it at its next sync.
@@ -91,7 +91,8 @@ export const PAST_DEADLINE = -1
  * ARGV[1], ARGV[2]: this node's `a:` and `x:` fields; ARGV[3]: the cost; ARGV[4]: the deadline in
  * epoch ms (0: none); then per policy: limit, how many of KEYS are its (k), the weight of its
  * oldest sub-window (sliding window), milliseconds to keep, k running `a:` totals of this node,
- * one per key, and k `x:` totals (caught up the same way: a Redis restarted empty gets them back).
+ * one per key, k `x:` totals (caught up the same way: a Redis restarted empty gets them back) and
+ * k `r:` totals (the `r:` field is named after `a:`, as in the sync script).
  * Reply: 1|0 admitted, then the global count of every key before the decision, in KEYS order; or
  * only PAST_DEADLINE.
  */
@@ -102,6 +103,7 @@ if deadline > 0 then
   if tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000) > deadline then return { ${PAST_DEADLINE} } end
 end
 local a, x, cost = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local r = 'r' .. string.sub(a, 2)
 local reply = { 0 }
 local admit = true
 local denying = {}
@@ -112,8 +114,8 @@ while at <= #ARGV do
   local estimate = 0
   for j = 1, k do
     local key = KEYS[first + j]
-    for _, field in ipairs({ a, x }) do
-      local given = field == a and ARGV[at + 3 + j] or ARGV[at + 3 + k + j]
+    for f, field in ipairs({ a, x, r }) do
+      local given = ARGV[at + 3 + (f - 1) * k + j]
       local total = tonumber(given)
       if total > 0 and total > tonumber(redis.call('HGET', key, field) or 0) then
         -- A hash this catch-up makes gets the current sub-window's expiry, the longest any of them needs.
@@ -135,7 +137,7 @@ while at <= #ARGV do
   denying[#denying + 1] = estimate + cost > limit + 1e-9
   if denying[#denying] then admit = false end
   first = first + k
-  at = at + 4 + 2 * k
+  at = at + 4 + 3 * k
 end
 for i = 1, #currents do
   if admit then

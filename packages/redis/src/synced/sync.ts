@@ -357,11 +357,12 @@ export class SyncLoop {
     const current = counters.find(counters.currentStart(now))
     const estimate = current?.estimate ?? 0
     const projected = estimate + counters.unseen(now, this.fleet.liveNodes + 1, HOLD_MS, this.#lag)
-    return projected < WATCH_FROM * this.exactAbove * counters.policy.limit
+    return projected < WATCH_FROM * this.exactAbove * counters.limit
   }
 
+  /** Near its limit: the limit of the last decision on the key here (`PolicyCounters.limit`; a plan change moves it). */
   #near(counters: PolicyCounters, window: SubWindow): boolean {
-    return window.deniedAnywhere || window.estimate >= WATCH_FROM * this.exactAbove * counters.policy.limit
+    return window.deniedAnywhere || window.estimate >= WATCH_FROM * this.exactAbove * counters.limit
   }
 }
 
