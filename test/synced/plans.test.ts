@@ -4,7 +4,7 @@ import { SyncedStore } from '@sluice/redis'
 import fc from 'fast-check'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { differences, runTrace, type StoreFactory, type TraceOptions } from '../parity/parity.js'
+import { differences, runTrace, type StoreFactory, type TraceOptions, traceSet } from '../parity/parity.js'
 import { countedTraceArbitrary } from '../parity/random.js'
 import { TRACE_START, type Trace, traces } from '../parity/traces.js'
 import { CLIENTS, type TestClient } from '../support/clients.js'
@@ -21,7 +21,7 @@ const COUNTED = ['fixed-window', 'sliding-window'] as const
 /** The shared traces a SyncedStore serves: counted windows only, no blockFor, no penalty or block. */
 function counted(trace: Trace): boolean {
   const sets = [trace.limits, ...trace.steps.flatMap(([, a]) => (typeof a === 'object' && 'plan' in a ? [a.plan] : []))]
-  const policies = sets.flatMap((limits) => parsePolicies(limits).policies)
+  const policies = sets.flatMap((limits) => traceSet(limits).policies)
   const steps = trace.steps.every(([, a]) => typeof a !== 'object' || !('penalty' in a || 'block' in a))
   return steps && policies.every((p) => (COUNTED as readonly string[]).includes(p.algorithm) && p.blockFor === 0)
 }

@@ -213,6 +213,21 @@ describe.skipIf(!redis).each(CLIENTS)('SyncedStore on one Redis (stores as nodes
     await Promise.all([a.close(), b.close()])
   })
 
+  it('a reset takes off what this node counted and had not synced yet, here and in Redis', async () => {
+    const [a, b] = nodes(2, { exactAbove: 0.8 }) as [SyncedStore, SyncedStore]
+    const set = parsePolicies({ limit: 5, window: 1000, algorithm: 'fixed-window' })
+    for (let i = 0; i < 3; i++) a.consume('k', set, 1)
+    // No sync between: Redis has none of the 3 when the reset runs.
+    await a.reset('k', set)
+    // 4 locally, the 5th exact (past exactAbove): Redis must count the 3 as reset, not as news.
+    for (let i = 0; i < 5; i++) expect(allowed(await a.consume('k', set, 1))).toBe(true)
+    expect(allowed(await a.consume('k', set, 1))).toBe(false)
+    await a.flush()
+    await b.flush()
+    expect(allowed(await b.consume('k', set, 1))).toBe(false)
+    await Promise.all([a.close(), b.close()])
+  })
+
   it('serves token bucket and gcra through the exact script per request; rejects sliding-log at createLimiter', async () => {
     const [a] = nodes(1) as [SyncedStore]
     const limiter = createLimiter({ limits: { limit: 2, window: 1000, algorithm: 'gcra' }, store: a })

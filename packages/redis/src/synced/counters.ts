@@ -306,17 +306,17 @@ export class PolicyCounters {
     return undefined
   }
 
-  /** Starts every sub-window of the estimate at `now` again from 0; their Redis keys. */
-  reset(now: number): string[] {
+  /** Starts every sub-window of the estimate at `now` again from 0; those sub-windows. */
+  reset(now: number): SubWindow[] {
     const { span, depth } = this.geometry
     const current = this.currentStart(now)
-    const keys: string[] = []
+    const reset: SubWindow[] = []
     for (let i = 0; i < depth; i++) {
       const w = this.at(current - i * span)
       w.reset()
-      keys.push(w.redisKey)
+      reset.push(w)
     }
-    return keys
+    return reset
   }
 
   /** Milliseconds Redis keeps a sub-window's hash: until the last estimate that reads it, and a margin for late flushes. */

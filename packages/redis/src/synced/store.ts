@@ -5,7 +5,7 @@ import { hashTag } from '../keys.js'
 import { RedisStore } from '../store.js'
 import { BUCKETS, BucketPath } from './buckets.js'
 import { SyncClock } from './clock.js'
-import { PolicyCounters } from './counters.js'
+import { PolicyCounters, type SubWindow } from './counters.js'
 import { countIn, Entries, type Entry, markDenied, statesOf } from './entries.js'
 import { EXACT_TIMEOUT_MS, ExactPath } from './exact.js'
 import { Fleet } from './fleet.js'
@@ -174,12 +174,21 @@ export class SyncedStore implements Store {
     if (!this.#countsLocally(set)) return this.#buckets.reset(key, set)
     const now = this.#clock.time()
     const keys: string[] = []
+    const args: (string | number)[] = [`a:${this.nodeId}`, `r:${this.nodeId}`, `x:${this.nodeId}`]
+    const sent: { window: SubWindow; admitted: number; refunded: number; exact: number }[] = []
     const counters = this.#countersIn(key, set)
     for (const [i, policy] of set.policies.entries()) {
       // Counters this node never made (the key was counted elsewhere) only name the hashes to reset.
-      keys.push(...(counters[i] ?? this.#countersOf(key, policy)).reset(now))
+      const policyCounters = counters[i] ?? this.#countersOf(key, policy)
+      for (const window of policyCounters.reset(now)) {
+        const { admitted, refunded, exact } = window
+        keys.push(window.redisKey)
+        args.push(admitted, refunded, exact, policyCounters.keepFor(window, now))
+        sent.push({ window, admitted, refunded, exact })
+      }
     }
-    await run(this.#client, RESET, keys, [])
+    await run(this.#client, RESET, keys, args)
+    for (const { window, admitted, refunded, exact } of sent) window.acknowledge(admitted, refunded, exact, false)
   }
 
   /** Sends what is pending and gives back leased grants (one attempt), leaves the set of live nodes and stops the timers. */

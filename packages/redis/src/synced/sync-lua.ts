@@ -165,20 +165,36 @@ return #KEYS
 `
 
 /**
- * A reset: each hash's `o` becomes Σa + Σx − Σr, so the global count starts again from 0 while every
- * node's running totals stay as they are (and a late flush of older totals adds nothing). `d` goes.
+ * A reset: this node's running totals catch up first (what it counted and has not synced yet is
+ * part of what the reset takes off), then each hash's `o` becomes Σa + Σx − Σr, so the global count
+ * starts again from 0 while every node's running totals stay as they are (and a late flush of
+ * older totals adds nothing). `d` goes.
+ *
+ * KEYS: the sub-window hashes. ARGV[1..3]: this node's `a:`, `r:` and `x:` fields; then four per
+ * key: its admitted, refunded and exact totals, and milliseconds to keep a hash this call makes.
  */
 export const RESET_LUA = `
+local mine = { ARGV[1], ARGV[2], ARGV[3] }
 for i = 1, #KEYS do
-  local fields = redis.call('HGETALL', KEYS[i])
-  local sum = 0
-  for f = 1, #fields, 2 do
-    local c = string.byte(fields[f], 1)
-    if c == 97 or c == 120 then sum = sum + tonumber(fields[f + 1])
-    elseif c == 114 then sum = sum - tonumber(fields[f + 1]) end
+  local key = KEYS[i]
+  local at = 4 * i
+  local existed = redis.call('EXISTS', key) == 1
+  for f = 1, 3 do
+    local total = tonumber(ARGV[at + f - 1])
+    if total > tonumber(redis.call('HGET', key, mine[f]) or 0) then redis.call('HSET', key, mine[f], total) end
   end
-  if sum ~= 0 then redis.call('HSET', KEYS[i], 'o', sum) end
-  redis.call('HDEL', KEYS[i], 'd')
+  local fields = redis.call('HGETALL', key)
+  if #fields > 0 then
+    if not existed then redis.call('PEXPIRE', key, ARGV[at + 3]) end
+    local sum = 0
+    for f = 1, #fields, 2 do
+      local c = string.byte(fields[f], 1)
+      if c == 97 or c == 120 then sum = sum + tonumber(fields[f + 1])
+      elseif c == 114 then sum = sum - tonumber(fields[f + 1]) end
+    end
+    redis.call('HSET', key, 'o', sum)
+    redis.call('HDEL', key, 'd')
+  end
 end
 return #KEYS
 `
