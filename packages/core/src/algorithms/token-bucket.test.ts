@@ -3,7 +3,13 @@ import { createLimiter } from '../limiter.js'
 import { parsePolicy } from '../policy.js'
 import { MemoryStore } from '../stores/memory-store.js'
 import { penalizeTokenBucket } from './penalty.js'
-import { refundTokenBucket, storedTokens, type TokenBucketState, tokenBucket, tokenBucketMeter } from './token-bucket.js'
+import {
+  refundTokenBucket,
+  storedTokens,
+  type TokenBucketState,
+  tokenBucket,
+  tokenBucketMeter,
+} from './token-bucket.js'
 
 // A named plan of 10/s with a burst of 10, and a slower plan of 1/s with the same burst.
 const fast = { name: 'plan', limit: 10, window: 1000, algorithm: 'token-bucket', burst: 10 } as const

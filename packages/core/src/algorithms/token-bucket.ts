@@ -52,7 +52,10 @@ export const tokenBucket: Transition<TokenBucketState> = (state, now, policy, co
  */
 export function storedTokens(state: TokenBucketState, now: number, { limit, window, burst }: Policy): number {
   const writtenBurst = state.burst ?? burst
-  const refilled = Math.min(writtenBurst * window, state.tokens + Math.max(0, now - state.updated) * (state.limit ?? limit))
+  const refilled = Math.min(
+    writtenBurst * window,
+    state.tokens + Math.max(0, now - state.updated) * (state.limit ?? limit),
+  )
   if (writtenBurst === burst) return refilled
   const used = writtenBurst * window - refilled
   return Math.max(burst * window - used, Math.min(0, refilled))
