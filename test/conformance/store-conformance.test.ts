@@ -7,15 +7,10 @@ import { Redis } from 'ioredis'
 import { afterAll, describe, it } from 'vitest'
 import { findRedis, uniquePrefix } from '../support/redis.js'
 
-/**
- * Each case as a test; one the store does not declare what it needs for is reported skipped, with
- * why. A case in `knownFailures` (its name, and why) must fail: once fixed, it says so.
- */
-function runCases(options: StoreConformanceOptions, knownFailures: ReadonlyMap<string, string> = new Map()): void {
+/** Each case as a test; one the store does not declare what it needs for is reported skipped, with why. */
+function runCases(options: StoreConformanceOptions): void {
   for (const c of storeConformanceCases(options) as ConformanceCase[]) {
-    const why = knownFailures.get(c.name)
-    const test = why === undefined ? it : it.fails
-    test(why === undefined ? c.name : `${c.name} (known failure: ${why})`, async (context) => {
+    it(c.name, async (context) => {
       const result = await c.run()
       if (result !== undefined) context.skip(result.skipped)
     })
@@ -23,18 +18,7 @@ function runCases(options: StoreConformanceOptions, knownFailures: ReadonlyMap<s
 }
 
 describe('MemoryStore passes the store conformance suite', () => {
-  runCases(
-    { createStore: (now) => new MemoryStore({ now }) },
-    new Map([
-      [
-        "keeps a named token-bucket policy's usage across plan changes (its limit and burst changing on a random trace)",
-        // The transitions refill a converted bucket at the new plan's rate from its last update, so a
-        // plan with a slower refill reads the state as not full after the old plan's reset time; the
-        // store expires states at that time and starts the bucket full (issue-33k report).
-        'a bucket expired at the old plan’s reset time reads full on a slower plan',
-      ],
-    ]),
-  )
+  runCases({ createStore: (now) => new MemoryStore({ now }) })
 })
 
 describe('SketchStore passes the store conformance suite', () => {

@@ -35,6 +35,19 @@ describe.skipIf(!redis)('the denied cache across a plan change', () => {
     })
   }
 
+  it('token-bucket: a denial on a slower plan is not remembered, since the bucket refills at the faster plan it was written under', async () => {
+    let now = T
+    const store = new RedisStore({ client, prefix: uniquePrefix('denied-slower-plan'), now: () => now })
+    const fast = { name: 'plan', limit: 10, window: '1s', burst: 10, algorithm: 'token-bucket' } as const
+    const slow = { ...fast, limit: 1 }
+    expect((await createLimiter({ limits: fast, store }).consume('k', { cost: 10 })).allowed).toBe(true)
+    const slowLimiter = createLimiter({ limits: slow, store })
+    now = T + 80 // 0.8 of a token back at 10/s
+    expect(await slowLimiter.consume('k')).toMatchObject({ allowed: false, retryAfter: 200 }) // as if at 1/s
+    now = T + 100 // a whole token back at 10/s: the denial's 200 ms at 1/s must not answer
+    expect(await slowLimiter.consume('k')).toMatchObject({ allowed: true, remaining: 0 })
+  })
+
   for (const algorithm of ['token-bucket', 'gcra'] as const) {
     it(`${algorithm}: SyncedStore without leasing: the same`, async () => {
       const store = new SyncedStore({ client, prefix: uniquePrefix('denied-plan-synced'), now: () => T, lease: false })

@@ -70,6 +70,17 @@ describe.skipIf(!redis)('SyncedStore leasing a named bucket across a plan change
     })
   }
 
+  it('token-bucket: a state a grant wrote keeps its rate: it refills at the plan the grant was taken under', async () => {
+    let now = T
+    const { nodes, exact } = stores(() => now)
+    const [node] = nodes as [SyncedStore]
+    expect(allowed(await node.consume('k', plan('token-bucket', 100), 1))).toBe(true) // 4 units out of Redis
+    now += 40
+    // 40 ms at 100/s refills the 4: full on a plan of 10/s too (at 10/s from the grant it would read 6).
+    expect(await left(exact, 'k', plan('token-bucket', 10))).toBe(10)
+    await node.close()
+  })
+
   for (const algorithm of ALGORITHMS) {
     for (const lease of [true, false]) {
       const held = (leased: number, exact: number) => (lease ? leased : exact)

@@ -80,3 +80,30 @@ describe('policies without a name keep their identity by limit', () => {
     expect(parsePolicy({ limit: 100, window: '1d' }).id).not.toBe(daily.id)
   })
 })
+
+describe('a store that cannot keep a named policy across a limit change', () => {
+  it('is refused at createLimiter with a ConfigError naming the policy, never reset at a plan change', () => {
+    const memory = new MemoryStore()
+    const store = {
+      namedAlgorithms: ['gcra'] as const,
+      consume: memory.consume.bind(memory),
+      peek: memory.peek.bind(memory),
+      reset: memory.reset.bind(memory),
+    }
+    expect(() =>
+      createLimiter({ limits: { name: 'plan', limit: 100, window: '1d', algorithm: 'gcra' }, store }),
+    ).not.toThrow()
+    expect(() =>
+      createLimiter({ limits: { limit: 100, window: '1d', algorithm: 'fixed-window' }, store }),
+    ).not.toThrow()
+    expect(() =>
+      createLimiter({ limits: { name: 'plan', limit: 100, window: '1d', algorithm: 'fixed-window' }, store }),
+    ).toThrow(
+      expect.objectContaining({
+        field: 'limits[0].name',
+        value: 'plan',
+        message: expect.stringMatching(/keeps named gcra/),
+      }),
+    )
+  })
+})

@@ -59,7 +59,7 @@ export class DeniedCache {
    * counts move with time (a bucket refills, a sliding window's old part fades), so a denial that
    * leaves one of them admitting, or that one of them makes for a request of cost above 1 (its
    * remaining can pass 0 before the retry time), is not remembered; nor is one in a set with a
-   * `blockFor` policy or a named GCRA (see below). A remembered denial answers only requests on the
+   * `blockFor` policy or a named GCRA or token bucket (see below). A remembered denial answers only requests on the
    * same plan: another plan of the same named policies reads the state against other limits.
    */
   set(
@@ -75,8 +75,10 @@ export class DeniedCache {
     for (const [i, o] of outcomes.entries()) {
       // A denial under blockFor starts a block that later denials report instead of their own wait.
       if ((policies[i]?.blockFor ?? 0) > 0) valid = 0
-      // A named GCRA's TAT may be on another plan's limit, read scaled: it drains at that rate, not the retryAfter's.
-      if (policies[i]?.algorithm === 'gcra' && isNamed(policies[i] as Policy)) valid = 0
+      // A named GCRA's TAT or token bucket may be on another plan's limit (a denial writes nothing, so
+      // the old plan stays in force): it drains or refills at that rate, not the retryAfter's.
+      const algorithm = policies[i]?.algorithm
+      if ((algorithm === 'gcra' || algorithm === 'token-bucket') && isNamed(policies[i] as Policy)) valid = 0
       const fixed = policies[i]?.algorithm === 'fixed-window'
       const holds = !o.allowed ? (fixed || cost === 1 ? o.retryAfter : 0) : fixed ? o.resetAfter : 0
       if (holds < valid) valid = holds

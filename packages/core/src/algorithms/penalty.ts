@@ -37,9 +37,8 @@ export const penalizeSlidingLog: Penalty<SlidingLogState> = (state, now, { windo
 export const penalizeTokenBucket: Penalty<TokenBucketState> = (state, now, policy, cost) => {
   const { limit, window, burst } = policy
   const capacity = burst * window
-  const elapsed = state === undefined ? 0 : Math.max(0, now - state.updated)
-  const tokens = state === undefined ? capacity : Math.min(capacity, storedTokens(state, policy) + elapsed * limit)
-  return { tokens: tokens - cost * window, updated: now, burst }
+  const tokens = state === undefined ? capacity : storedTokens(state, now, policy)
+  return { tokens: tokens - cost * window, updated: now, burst, limit }
 }
 
 /**

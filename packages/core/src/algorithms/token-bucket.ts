@@ -15,6 +15,12 @@ export interface TokenBucketState {
    * used (see `storedTokens`). Absent in states written before it was kept: the policy's burst.
    */
   readonly burst?: number
+  /**
+   * The rate (units per window) the bucket refills at until a request under another plan writes
+   * it: the old plan is in force until then (see `storedTokens`). Absent in states written before
+   * it was kept: the policy's limit.
+   */
+  readonly limit?: number
 }
 
 /**
@@ -26,20 +32,33 @@ export const tokenBucket: Transition<TokenBucketState> = (state, now, policy, co
   const outcome = decideTokenBucket(state, now, policy, cost)
   if (!outcome.allowed || (cost === 0 && state !== undefined)) return { state: state as TokenBucketState, outcome }
   return {
-    state: { tokens: tokensAt(state, now, policy) - cost * policy.window, updated: now, burst: policy.burst },
+    state: {
+      tokens: tokensAt(state, now, policy) - cost * policy.window,
+      updated: now,
+      burst: policy.burst,
+      limit: policy.limit,
+    },
     outcome,
   }
 }
 
 /**
- * The stored tokens read against the policy's burst: a bucket counted against another burst
- * (its named policy's plan changed) keeps the units it had used, so an upgrade from 100 to 1000
- * after 100 used leaves 900; a downgrade leaves none, never a debt deeper than the bucket had.
+ * The stored bucket refilled to `now` and read against the policy's burst, in scaled tokens. The
+ * plan a bucket was written under stays in force until a request under another plan arrives (as
+ * GCRA's `storedBacklog`), so the bucket refills at its stored rate up to its stored burst; then
+ * the units used stay used: an upgrade from 100 to 1000 after 100 used leaves 900, a downgrade
+ * leaves none, never a debt deeper than the bucket had. A bucket full by the old plan reads full
+ * on any plan, as it does in a store that forgot it at the old plan's reset time.
  */
-export function storedTokens(state: TokenBucketState, { window, burst }: Policy): number {
-  if (state.burst === undefined || state.burst === burst) return state.tokens
-  const used = state.burst * window - state.tokens
-  return Math.max(burst * window - used, Math.min(0, state.tokens))
+export function storedTokens(state: TokenBucketState, now: number, { limit, window, burst }: Policy): number {
+  const writtenBurst = state.burst ?? burst
+  const refilled = Math.min(
+    writtenBurst * window,
+    state.tokens + Math.max(0, now - state.updated) * (state.limit ?? limit),
+  )
+  if (writtenBurst === burst) return refilled
+  const used = writtenBurst * window - refilled
+  return Math.max(burst * window - used, Math.min(0, refilled))
 }
 
 /**
@@ -48,10 +67,8 @@ export function storedTokens(state: TokenBucketState, { window, burst }: Policy)
  * costs no more than a window; within a window it refills from its update on.
  */
 function tokensAt(state: TokenBucketState | undefined, now: number, policy: Policy): number {
-  const { limit, window, burst } = policy
-  const capacity = burst * window
-  if (state === undefined || state.updated - now > window) return capacity
-  return Math.min(capacity, storedTokens(state, policy) + Math.max(0, now - state.updated) * limit)
+  if (state === undefined || state.updated - now > policy.window) return policy.burst * policy.window
+  return storedTokens(state, now, policy)
 }
 
 /** The token bucket's outcome (see `tokenBucket`), changing nothing. */
@@ -81,10 +98,13 @@ export const tokenBucketMeter: Meter<Mutable<TokenBucketState> & Kept> = {
   take(live, now, policy, cost, spare) {
     const tokens = tokensAt(live, now, policy) - cost * policy.window
     const state = live ?? spare
-    if (state === undefined) return { tokens, updated: now, burst: policy.burst, expiry: 0, protectedUntil: 0 }
+    if (state === undefined) {
+      return { tokens, updated: now, burst: policy.burst, limit: policy.limit, expiry: 0, protectedUntil: 0 }
+    }
     state.tokens = tokens
     state.updated = now
     state.burst = policy.burst
+    state.limit = policy.limit
     return state
   },
   toState: (state) => state,
@@ -92,6 +112,7 @@ export const tokenBucketMeter: Meter<Mutable<TokenBucketState> & Kept> = {
     tokens: (state as TokenBucketState).tokens,
     updated: (state as TokenBucketState).updated,
     burst: (state as TokenBucketState).burst,
+    limit: (state as TokenBucketState).limit,
     expiry: 0,
     protectedUntil: 0,
   }),
@@ -105,7 +126,7 @@ export const refundTokenBucket: Refund<TokenBucketState> = (state, now, policy, 
   if (state === undefined) return state
   const { limit, window, burst } = policy
   const capacity = burst * window
-  const tokens = Math.min(capacity, storedTokens(state, policy) + Math.max(0, now - state.updated) * limit)
+  const tokens = storedTokens(state, now, policy)
   if (tokens === capacity) return state
-  return { tokens: Math.min(capacity, tokens + cost * window), updated: now, burst }
+  return { tokens: Math.min(capacity, tokens + cost * window), updated: now, burst, limit }
 }

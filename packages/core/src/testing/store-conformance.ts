@@ -338,6 +338,37 @@ export function storeConformanceCases(options: StoreConformanceOptions): Conform
     )
   }
 
+  {
+    const fast = planOf('token-bucket', 10, 10)
+    const slow = planOf('token-bucket', 1, 10)
+    add(
+      'a named token bucket refills at the plan it was written under until a request under another plan',
+      (store) => inexact(store) ?? serving(fast, slow)(store),
+      async (store, clock) => {
+        // A store may forget a bucket at its reset time under the plan it was written at, so the
+        // old plan stays in force until the switch: full 2.5 s after emptying 10 at 10/s, on 1/s too.
+        const forgotten = freshKey('slower-plan')
+        const reference = new Reference()
+        clock.now += 100
+        await checkConsume(store, forgotten, fast, 10, clock.now, reference, 'the burst of 10 used at 10/s')
+        clock.now += 2500
+        await checkPeek(store, forgotten, slow, clock.now, reference, 'a peek on 1/s 2.5 s later')
+        expectEqual((await store.peek(forgotten, slow))[0]?.remaining, 10, 'remaining on 1/s 2.5 s after emptying')
+
+        // Within the old plan's refill: its rate until the request under the new plan, then the new rate.
+        const switched = freshKey('slower-plan')
+        const other = new Reference()
+        await checkConsume(store, switched, fast, 10, clock.now, other, 'the burst of 10 used at 10/s')
+        clock.now += 500
+        const after = await checkConsume(store, switched, slow, 1, clock.now, other, 'a request on 1/s 0.5 s later')
+        expectEqual(after[0]?.remaining, 4, 'remaining after a request on 1/s 0.5 s after emptying at 10/s')
+        clock.now += 1000
+        await checkPeek(store, switched, slow, clock.now, other, 'a peek on 1/s a second after the switch')
+        expectEqual((await store.peek(switched, slow))[0]?.remaining, 5, 'remaining a second after the switch')
+      },
+    )
+  }
+
   for (const [index, { label, from, limits }] of CALENDAR_TRACES.entries()) {
     const periods = parsePolicies(limits)
     const resolve = calendarResolver(periods) as (key: string, now: number) => PolicySet

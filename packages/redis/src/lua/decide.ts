@@ -227,13 +227,13 @@ decide = function(i, state, c, bare)
   end
 
   if code == 4 then
-    -- token-bucket; state: tokens, updated, burst. A token is \`window\` units; \`limit\` units drip in per ms.
+    -- token-bucket; state: tokens, updated, burst, limit. A token is \`window\` units; \`limit\` units drip in per ms.
     local capacity = burst * window
     local tokens = capacity
     if state then
-      local t, u = storedTokens(state, window, burst)
+      local t, u = storedTokens(state, now, limit, window, burst)
       -- As core's tokensAt: updated more than a window after now reads as a full bucket.
-      if u - now <= window then tokens = math.min(capacity, t + math.max(0, now - u) * limit) end
+      if u - now <= window then tokens = t end
     end
     local nextTokens = tokens - c * window
     local debtAllowed = maxDelay * limit
@@ -247,7 +247,7 @@ decide = function(i, state, c, bare)
     local nextAfter = 0
     if remaining == 0 then nextAfter = math.max(1, ceilMs((window - nextTokens) / limit)) end
     return true, remaining, ceilMs((capacity - nextTokens) / limit), nextAfter, delay,
-      struct.pack('<ddd', nextTokens, now, burst)
+      struct.pack('<dddd', nextTokens, now, burst, limit)
   end
 
   -- gcra; state: tat, limit

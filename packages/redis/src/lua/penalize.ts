@@ -56,12 +56,9 @@ local function penalize(i, state, c)
   if code == 4 then
     local capacity = burst * window
     local tokens = capacity
-    if state then
-      local t, u = storedTokens(state, window, burst)
-      tokens = math.min(capacity, t + math.max(0, now - u) * limit)
-    end
+    if state then tokens = storedTokens(state, now, limit, window, burst) end
     local nextTokens = tokens - c * window
-    return struct.pack('<ddd', nextTokens, now, burst), math.ceil((capacity - nextTokens) / limit)
+    return struct.pack('<dddd', nextTokens, now, burst, limit), math.ceil((capacity - nextTokens) / limit)
   end
 
   -- As core's penalizeGcra: up to a window beyond tolerance + maxDelay, the furthest a TAT is read as one.

@@ -76,12 +76,11 @@ local function refundAlgorithm(i, state, c)
   end
 
   if code == 4 then
-    -- token-bucket; state: tokens, updated, burst
+    -- token-bucket; state: tokens, updated, burst, limit
     local capacity = burst * window
-    local t, u = storedTokens(state, window, burst)
-    local tokens = math.min(capacity, t + math.max(0, now - u) * limit)
+    local tokens = storedTokens(state, now, limit, window, burst)
     if tokens == capacity then return nil end
-    return struct.pack('<ddd', math.min(capacity, tokens + c * window), now, burst)
+    return struct.pack('<dddd', math.min(capacity, tokens + c * window), now, burst, limit)
   end
 
   -- gcra; state: tat, limit

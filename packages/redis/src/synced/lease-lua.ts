@@ -15,12 +15,12 @@ import { STORED_LUA } from '../lua/stored.js'
  *        it read against the operation's policy (token bucket: tokens and now; GCRA: tat and 0).
  * Grants: read the state as DECIDE_LUA does (STORED_LUA: a state written under another burst or
  *         limit of a named policy keeps its units used) and write its layout (tokens, updated,
- *         burst; tat, limit), so the next decision under any plan converts it. At most what is
+ *         burst, limit; tat, limit), so the next decision under any plan converts it. At most what is
  *         left; once under 10 % of the burst is left, at most half of that (seed 001 §4.4 (5)), so
  *         the last units go out in ever smaller grants and then none: the node decides the key per
  *         request.
- * Give-backs: the units go back in the state's own terms (the burst or limit it was written at,
- *         no refill, `updated` kept), so a grant taken under one plan and given back after a
+ * Give-backs: the units go back in the state's own terms (the burst and rate or the limit it was
+ *         written at, no refill, `updated` kept), so a grant taken under one plan and given back after a
  *         change to another undoes exactly its units: refilling to now at the old plan's rate
  *         would credit the time since the last write at the wrong rate. Never above a full bucket
  *         or before now (as refundTokenBucket, refundGcra), SET ... KEEPTTL (the time to full only
@@ -42,9 +42,9 @@ end
 local function tokensNow(state, limit, window, burst)
   local capacity = burst * window
   if not state then return capacity end
-  local t, u = storedTokens(state, window, burst)
+  local t, u = storedTokens(state, now, limit, window, burst)
   if u - now > window then return capacity end
-  return math.min(capacity, t + math.max(0, now - u) * limit)
+  return t
 end
 
 -- As DECIDE_LUA (core's backlogOf) without maxDelay: how far the TAT lies after now, at this
@@ -71,15 +71,16 @@ for i = 1, #KEYS do
   local state = redis.call('GET', key)
   local granted, a, b = 0, 0, 0
   if code == 4 then
-    -- token-bucket; state: tokens, updated, burst (a token is \`window\` units, \`limit\` units drip in per ms)
+    -- token-bucket; state: tokens, updated, burst, limit (a token is \`window\` units, \`limit\` units drip in per ms)
     if amount < 0 then
       if state then
         local t, u = struct.unpack('<dd', state)
-        local written = burst
-        if #state >= 24 then written = struct.unpack('<d', state, 17) end
-        local back = math.min(written * window, t - amount * window)
+        local writtenBurst, writtenLimit = burst, limit
+        if #state >= 24 then writtenBurst = struct.unpack('<d', state, 17) end
+        if #state >= 32 then writtenLimit = struct.unpack('<d', state, 25) end
+        local back = math.min(writtenBurst * window, t - amount * window)
         if back > t then
-          state = struct.pack('<ddd', back, u, written)
+          state = struct.pack('<dddd', back, u, writtenBurst, writtenLimit)
           redis.call('SET', key, state, 'KEEPTTL')
         end
       end
@@ -90,7 +91,7 @@ for i = 1, #KEYS do
       if granted > 0 then
         tokens = tokens - granted * window
         local full = ceilMs((burst * window - tokens) / limit)
-        redis.call('PSETEX', key, string.format('%d', full + EXPIRY_SLACK_MS), struct.pack('<ddd', tokens, now, burst))
+        redis.call('PSETEX', key, string.format('%d', full + EXPIRY_SLACK_MS), struct.pack('<dddd', tokens, now, burst, limit))
       end
       a = tokens
     end
