@@ -108,7 +108,6 @@ describe.skipIf(!available)('SyncedStore on a private Redis: command counts, cra
     if (left < 20_000) await sleep(left + 100)
     let admitted = 0
     let waited = 0
-    const started = Date.now()
     let restarted: RedisServer | undefined
     const timer = setInterval(() => {
       for (let i = 0; i < 2; i++) {
@@ -122,10 +121,16 @@ describe.skipIf(!available)('SyncedStore on a private Redis: command counts, cra
       await own.stop()
       await sleep(5000)
       restarted = await startRedisServer({ port: own.port })
+      // The client reconnects on its own backoff, slower on a loaded machine: the 2 s of traffic
+      // that follow are with Redis reachable again, when the syncs send the lost windows back.
+      const down = Date.now()
+      while (ownClient.status !== 'ready' && Date.now() - down < 10_000) await sleep(20)
+      expect(ownClient.status).toBe('ready')
       await sleep(2000)
       clearInterval(timer)
+      const closing = Date.now()
       await store.close()
-      expect(Date.now() - started).toBeLessThan(15_000)
+      expect(Date.now() - closing).toBeLessThan(5000)
       expect(waited).toBe(0)
       expect(admitted).toBeGreaterThan(500)
       const counts = await countsInRedis(ownClient, 'restart:')
