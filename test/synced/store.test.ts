@@ -92,7 +92,7 @@ describe.skipIf(!redis).each(CLIENTS)('SyncedStore on one Redis (stores as nodes
         await import('../../packages/redis/src/synced/sync-lua.js')
       ).SYNC_LUA,
     )) as string
-    const reply = (await client.evalsha(sha, 1, keys[0] as string, 'a:n0', 'r:n0', 7, 0, 0, '0', 5000)) as number[]
+    const reply = (await client.evalsha(sha, 1, keys[0] as string, 'n0', 0, 7, 0, 0, '0', 5000)) as number[]
     expect(reply[2]).toBe(7)
     await a.close()
   })
