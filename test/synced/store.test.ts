@@ -325,23 +325,26 @@ describe.skipIf(!redis).each(CLIENTS)('SyncedStore on one Redis (stores as nodes
     await Promise.all([a.close(), b.close()])
   })
 
-  it('maxKeys: an exact decision on a key evicted and counted again in the same window sees both counts', async () => {
-    const prefix = uniquePrefix('synced-evict-exact')
-    // A long interval: only flushes sync, so the exact script is what carries the new local counts.
-    const a = evictingNode(prefix, { exactAbove: 0.5, interval: 60_000 })
-    const set = parsePolicies({ limit: 10, window: 1000, algorithm: 'fixed-window' })
-    for (let i = 0; i < 4; i++) expect(isThenable(a.consume('k', set, 1) as never)).toBe(false)
-    await a.flush()
-    await a.consume('other', set, 1) // evicts 'k'
-    await a.flush()
-    // 'k' is new here again: local up to half the limit, then exact, which must see the 4 from before.
-    let admitted = 0
-    for (let i = 0; i < 10; i++) if (allowed(await a.consume('k', set, 1))) admitted++
-    expect(admitted).toBe(6)
-    await a.flush()
-    expect(await redisCount(prefix, 'k')).toBe(10)
-    await a.close()
-  })
+  it.each(['fixed-window', 'sliding-window'] as const)(
+    'maxKeys: an exact decision on a key evicted and counted again in the same window sees both counts (%s)',
+    async (algorithm) => {
+      const prefix = uniquePrefix('synced-evict-exact')
+      // A long interval: only flushes sync, so the exact script is what carries the new local counts.
+      const a = evictingNode(prefix, { exactAbove: 0.5, interval: 60_000 })
+      const set = parsePolicies({ limit: 10, window: 1000, algorithm })
+      for (let i = 0; i < 4; i++) expect(isThenable(a.consume('k', set, 1) as never)).toBe(false)
+      await a.flush()
+      await a.consume('other', set, 1) // evicts 'k'
+      await a.flush()
+      // 'k' is new here again: local up to half the limit, then exact, which must see the 4 from before.
+      let admitted = 0
+      for (let i = 0; i < 10; i++) if (allowed(await a.consume('k', set, 1))) admitted++
+      expect(admitted).toBe(6)
+      await a.flush()
+      expect(await redisCount(prefix, 'k')).toBe(10)
+      await a.close()
+    },
+  )
 
   it('maxKeys: an exact admission taken back after its timeout, on a key evicted and counted again, comes off its own field', async ({
     skip,

@@ -138,12 +138,12 @@ while at <= #ARGV do
   local estimate = 0
   for j = 1, k do
     local key = KEYS[first + j]
-    for f, field in ipairs({ a, x, r }) do
+    for f, name in ipairs({ a, x, r }) do
       local given = ARGV[at + 4 + (f - 1) * k + j]
       local total = tonumber(given)
-      if total > 0 and total > tonumber(redis.call('HGET', key, field) or 0) then
+      if total > 0 and total > tonumber(redis.call('HGET', key, name) or 0) then
         -- A hash this catch-up makes gets the current sub-window's expiry, the longest any of them needs.
-        if redis.call('HSET', key, field, given) == 1 and redis.call('PTTL', key) == -1 then redis.call('PEXPIRE', key, ARGV[at + 3]) end
+        if redis.call('HSET', key, name, given) == 1 and redis.call('PTTL', key) == -1 then redis.call('PEXPIRE', key, ARGV[at + 3]) end
       end
     end
     local fields = redis.call('HGETALL', key)
