@@ -53,7 +53,10 @@ export async function runFleet(plans: WorkerPlan[]): Promise<WorkerResult[]> {
   return Promise.all(workers.map((w) => w.done))
 }
 
-/** One sub-window hash's fields as numbers: running totals `a:<node>`, `x:<node>`, `r:<node>`, and `o`. */
+/**
+ * One sub-window hash's fields as numbers: running totals `a:<node>`, `x:<node>`, `r:<node>` (and
+ * `a<n>:<node>`… of a key a node counted again after evicting it), and `o`.
+ */
 export type Totals = Record<string, number>
 
 /** Per Redis sub-window hash of the prefix: its totals (without `d`), by key and window start. */
@@ -80,11 +83,11 @@ export async function totalsInRedis(client: Redis, prefix: string): Promise<Map<
   return totals
 }
 
-/** The global count a hash's totals make: Σa + Σx − Σr − o. */
+/** The global count a hash's totals make: Σa + Σx − Σr − o, by the field name's first letter as the scripts sum. */
 export function countOf(totals: Totals): number {
   let sum = 0
   for (const [name, value] of Object.entries(totals))
-    sum += name.startsWith('a:') || name.startsWith('x:') ? value : -value
+    sum += name.startsWith('a') || name.startsWith('x') ? value : -value
   return sum
 }
 

@@ -92,7 +92,7 @@ describe.skipIf(!redis).each(CLIENTS)('SyncedStore on one Redis (stores as nodes
         await import('../../packages/redis/src/synced/sync-lua.js')
       ).SYNC_LUA,
     )) as string
-    const reply = (await client.evalsha(sha, 1, keys[0] as string, 'a:n0', 'r:n0', 7, 0, 0, '0', 5000)) as number[]
+    const reply = (await client.evalsha(sha, 1, keys[0] as string, 'n0', 0, 7, 0, 0, '0', 5000)) as number[]
     expect(reply[2]).toBe(7)
     await a.close()
   })
@@ -273,6 +273,115 @@ describe.skipIf(!redis).each(CLIENTS)('SyncedStore on one Redis (stores as nodes
     await store.flush()
     expect(allowed(store.consume('three', set, 1) as Outcome[])).toBe(true)
     await Promise.all([a.close(), store.close()])
+  })
+
+  /** Redis's global count of `key` over its sub-window hashes: Σa + Σx − Σr − o, as the scripts sum it. */
+  const redisCount = async (prefix: string, key: string): Promise<number> => {
+    let count = 0
+    for (const hash of await client.keys(`${prefix}{${key}}:s:*`)) {
+      for (const [name, value] of Object.entries(await client.hgetall(hash))) {
+        if (name === 'd') continue
+        count += name.startsWith('a') || name.startsWith('x') ? Number(value) : -Number(value)
+      }
+    }
+    return count
+  }
+  /** A node that keeps one key in memory (a second key evicts the first), on a fixed clock. */
+  const evictingNode = (prefix: string, options: { exactAbove?: number; interval?: number } = {}) =>
+    new SyncedStore({
+      client: storeClient,
+      prefix,
+      nodeId: 'n0',
+      maxKeys: 1,
+      now: () => T + 100,
+      interval: options.interval ?? 50,
+      exactAbove: options.exactAbove ?? 1,
+    })
+
+  it('maxKeys: a key evicted and counted again in the same window adds to what Redis had (admissions and refunds)', async () => {
+    const prefix = uniquePrefix('synced-evict')
+    const a = evictingNode(prefix)
+    const b = new SyncedStore({ client: storeClient, prefix, nodeId: 'n1', interval: 50, now: () => T + 100 })
+    const set = parsePolicies({ limit: 1000, window: 1000, algorithm: 'fixed-window' })
+    for (let i = 0; i < 50; i++) await a.consume('k', set, 1)
+    a.refund('k', set, 10)
+    await a.flush()
+    expect(await redisCount(prefix, 'k')).toBe(40)
+    await a.consume('other', set, 1) // evicts 'k': Redis has all of it
+    await a.flush()
+    for (let i = 0; i < 30; i++) await a.consume('k', set, 1) // evicts 'other'
+    a.refund('k', set, 5)
+    await a.flush()
+    expect(await redisCount(prefix, 'k')).toBe(65)
+    await a.flush() // a resent flush of the new counts counts once
+    expect(await redisCount(prefix, 'k')).toBe(65)
+    // The new counters (made after the second eviction) write fields of their own beside the old ones.
+    const [hash] = await client.keys(`${prefix}{k}:s:*`)
+    expect(await client.hgetall(hash as string)).toEqual({ 'a:n0': '50', 'r:n0': '10', 'a2:n0': '30', 'r2:n0': '5' })
+    // Another node reads the same count once it counts there.
+    await b.consume('k', set, 1)
+    await b.flush()
+    expect((b.peek('k', set) as Outcome[])[0]?.remaining).toBe(1000 - 66)
+    await Promise.all([a.close(), b.close()])
+  })
+
+  it.each(['fixed-window', 'sliding-window'] as const)(
+    'maxKeys: an exact decision on a key evicted and counted again in the same window sees both counts (%s)',
+    async (algorithm) => {
+      const prefix = uniquePrefix('synced-evict-exact')
+      // A long interval: only flushes sync, so the exact script is what carries the new local counts.
+      const a = evictingNode(prefix, { exactAbove: 0.5, interval: 60_000 })
+      const set = parsePolicies({ limit: 10, window: 1000, algorithm })
+      for (let i = 0; i < 4; i++) expect(isThenable(a.consume('k', set, 1) as never)).toBe(false)
+      await a.flush()
+      await a.consume('other', set, 1) // evicts 'k'
+      await a.flush()
+      // 'k' is new here again: local up to half the limit, then exact, which must see the 4 from before.
+      let admitted = 0
+      for (let i = 0; i < 10; i++) if (allowed(await a.consume('k', set, 1))) admitted++
+      expect(admitted).toBe(6)
+      await a.flush()
+      expect(await redisCount(prefix, 'k')).toBe(10)
+      await a.close()
+    },
+  )
+
+  it('maxKeys: an exact admission taken back after its timeout, on a key evicted and counted again, comes off its own field', async ({
+    skip,
+  }) => {
+    skip(kind.name !== 'ioredis', 'CLIENT PAUSE stalls the shared Redis: once, not once per client library')
+    const prefix = uniquePrefix('synced-evict-take-back')
+    const a = evictingNode(prefix, { exactAbove: 0.1 })
+    const set = parsePolicies({ limit: 10, window: 1000, algorithm: 'fixed-window' })
+    expect(allowed(await a.consume('k', set, 1))).toBe(true)
+    await a.flush()
+    a.consume('other', set, 1) // evicts 'k'
+    await a.flush()
+    expect(allowed(await a.consume('k', set, 1))).toBe(true) // counted locally, under a new incarnation
+    const pauser = new Redis(server.url)
+    await pauser.client('PAUSE', 600, 'ALL')
+    expect(allowed(await a.consume('k', set, 1))).toBe(false) // the script runs when the pause ends and admits
+    await a.close() // waits for the late reply, then takes it back
+    pauser.disconnect()
+    const [hash] = await client.keys(`${prefix}{k}:s:*`)
+    expect(await client.hgetall(hash as string)).toEqual({ 'a:n0': '1', 'a2:n0': '1', 'x2:n0': '0' })
+  })
+
+  it('maxKeys: a reset of a key evicted and counted again takes off both counts, and later counts add to 0', async () => {
+    const prefix = uniquePrefix('synced-evict-reset')
+    const a = evictingNode(prefix)
+    const set = parsePolicies({ limit: 100, window: 1000, algorithm: 'fixed-window' })
+    for (let i = 0; i < 5; i++) a.consume('k', set, 1)
+    await a.flush()
+    a.consume('other', set, 1) // evicts 'k'
+    await a.flush()
+    for (let i = 0; i < 3; i++) a.consume('k', set, 1) // unsynced when the reset runs
+    await a.reset('k', set)
+    expect(await redisCount(prefix, 'k')).toBe(0)
+    for (let i = 0; i < 4; i++) a.consume('k', set, 1)
+    await a.flush()
+    expect(await redisCount(prefix, 'k')).toBe(4)
+    await a.close()
   })
 
   it('checks its options: a ConfigError naming the field', () => {

@@ -201,6 +201,12 @@ export class PolicyCounters {
     policy: Policy,
     /** The Redis key of the hash for the sub-window starting at `start`. */
     readonly keyAt: (start: number) => string,
+    /**
+     * Which of this node's fields in those hashes hold these counters' running totals (see
+     * `FIELD_LUA`): counters made again for a key the store forgot start from 0, so they must not
+     * write where the forgotten ones' larger totals are.
+     */
+    readonly incarnation = 0,
   ) {
     this.algorithm = policy.algorithm
     this.geometry = geometryOf(policy)

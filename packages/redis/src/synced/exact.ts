@@ -30,12 +30,7 @@ export class ExactPath {
   /** One EXACT_LUA call; a reply later than EXACT_TIMEOUT_MS or an error is a denial. Never rejects. */
   async decide(entry: Entry, set: PolicySet, cost: number, now: number): Promise<readonly Outcome[]> {
     const keys: string[] = []
-    const args: (string | number)[] = [
-      `a:${this.nodeId}`,
-      `x:${this.nodeId}`,
-      cost,
-      this.clock.deadline(now, EXACT_TIMEOUT_MS),
-    ]
+    const args: (string | number)[] = [this.nodeId, cost, this.clock.deadline(now, EXACT_TIMEOUT_MS)]
     const windows: SubWindow[] = []
     for (const [p, counters] of entry.counters.entries()) {
       const { span, depth } = counters.geometry
@@ -58,6 +53,7 @@ export class ExactPath {
         depth,
         weight,
         counters.keepFor(counters.at(current), now),
+        counters.incarnation,
         ...mine,
         ...exact,
         ...refunded,
@@ -109,9 +105,10 @@ export class ExactPath {
    */
   #takeBackIfAdmitted(call: Promise<number[]>, entry: Entry, now: number, cost: number): void {
     const keys = entry.counters.map((counters) => counters.keyAt(counters.currentStart(now)))
+    const incarnations = entry.counters.map((counters) => counters.incarnation)
     const late: Promise<void> = call
       .then(async (reply) => {
-        if (reply[0] === 1) await run(this.client, TAKE_BACK, keys, [`x:${this.nodeId}`, cost])
+        if (reply[0] === 1) await run(this.client, TAKE_BACK, keys, [this.nodeId, cost, ...incarnations])
       })
       .catch(() => undefined)
       .finally(() => this.#late.delete(late))

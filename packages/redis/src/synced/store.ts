@@ -60,6 +60,11 @@ export class SyncedStore implements Store {
   readonly #shares: Shares
   readonly #entries = new Entries()
   readonly #counted = new WeakMap<PolicySet, boolean>()
+  /**
+   * Keys evicted so far: counters made after an eviction take it as their incarnation, so a key
+   * counted again after its eviction writes fields of its own (see `PolicyCounters.incarnation`).
+   */
+  #evictions = 0
   #closed = false
 
   constructor(options: SyncedStoreOptions) {
@@ -174,7 +179,7 @@ export class SyncedStore implements Store {
     if (!this.#countsLocally(set)) return this.#buckets.reset(key, set)
     const now = this.#clock.time()
     const keys: string[] = []
-    const args: (string | number)[] = [`a:${this.nodeId}`, `r:${this.nodeId}`, `x:${this.nodeId}`]
+    const args: (string | number)[] = [this.nodeId]
     const sent: { window: SubWindow; admitted: number; refunded: number; exact: number }[] = []
     const counters = this.#countersIn(key, set)
     for (const [i, policy] of set.policies.entries()) {
@@ -183,7 +188,7 @@ export class SyncedStore implements Store {
       for (const window of policyCounters.reset(now)) {
         const { admitted, refunded, exact } = window
         keys.push(window.redisKey)
-        args.push(admitted, refunded, exact, policyCounters.keepFor(window, now))
+        args.push(policyCounters.incarnation, admitted, refunded, exact, policyCounters.keepFor(window, now))
         sent.push({ window, admitted, refunded, exact })
       }
     }
@@ -276,16 +281,20 @@ export class SyncedStore implements Store {
 
   #countersOf(key: string, policy: Policy): PolicyCounters {
     const head = `${this.prefix}{${hashTag(key)}}:${LAYOUT}${policy.id}:`
-    return new PolicyCounters(policy.id, policy, (start) => head + start)
+    return new PolicyCounters(policy.id, policy, (start) => head + start, this.#evictions)
   }
 
   /**
    * Makes room by forgetting the oldest key whose counts Redis has in full (its global count comes
-   * back at the next sync if it is used again). When every key holds unsent counts (Redis down long
-   * enough to fill memory), a new key gets a StoreFullError: the limiter's `onStoreError` decides it.
+   * back at the next sync if it is used again, and its new counts go to fields of a new incarnation,
+   * added to the forgotten ones). When every key holds unsent counts (Redis down long enough to
+   * fill memory), a new key gets a StoreFullError: the limiter's `onStoreError` decides it.
    */
   #evict(): void {
-    if (this.#entries.dropFirst((entry) => entry.counters.every((c) => c.windows.every((w) => !w.dirty)))) return
+    if (this.#entries.dropFirst((entry) => entry.counters.every((c) => c.windows.every((w) => !w.dirty)))) {
+      this.#evictions++
+      return
+    }
     throw new StoreFullError(`SyncedStore holds ${this.#maxKeys} keys with counts not yet sent to Redis (maxKeys)`)
   }
 

@@ -1,32 +1,55 @@
 /**
+ * This node's field of one kind (`a`, `r` or `x`) in a sub-window hash, as the scripts name it.
+ * Counters a node makes again for a key it forgot (evicted at `maxKeys`) start their running totals
+ * from 0, so they write under a new incarnation: `a<n>:<node>` beside the forgotten `a:<node>`, both
+ * summed (by the name's first byte), neither shrunk by the other's larger total. Incarnation 0,
+ * every key never forgotten, keeps `a:<node>`. The node id comes after the first `:`, so no id
+ * can name another incarnation's field.
+ */
+const FIELD_LUA = `
+local function field(kind, node, incarnation)
+  if incarnation == '0' then return kind .. ':' .. node end
+  return kind .. incarnation .. ':' .. node
+end
+`
+
+/**
  * The sync script: one call per interval (per hash slot on a Cluster) carrying every sub-window
  * this node counted in. Each sub-window of a key is one hash under the key's hash tag, with one
- * field per node: `a:<node>` its running total admitted locally, `r:<node>` its running total
- * refunded, `x:<node>` what exact decisions admitted for it (grown by the exact script itself),
- * plus `o` (what a reset took off) and `d` (denied somewhere in this sub-window). A node writes
- * its `a:` and `r:` totals, never deltas, and a total only ever grows (the larger one is kept), so
- * a flush sent twice, or after a lost reply, counts once. The global count is Σa + Σx − Σr − o.
- * Per key one HGETALL, and one HSET when something grew: what Redis does per sync stays about one
- * command per key (the hash gets its expiry when this write creates it; every node computes the
- * same end for a sub-window).
+ * field per node (and incarnation, see FIELD_LUA): `a:<node>` its running total admitted locally,
+ * `r:<node>` its running total refunded, `x:<node>` what exact decisions admitted for it (grown by
+ * the exact script itself), plus `o` (what a reset took off) and `d` (denied in this sub-window).
+ * A node writes its `a:` and `r:` totals, never deltas, and a total only ever grows (the larger one
+ * is kept), so a flush sent twice, or after a lost reply, counts once. The global count is
+ * Σa + Σx − Σr − o. Per key one HGETALL, and one HSET when something grew: what Redis does per
+ * sync stays about one command per key (the hash gets its expiry when this write creates it; every
+ * node computes the same end for a sub-window).
  *
  * This node's `x:` total comes too, and is written only when larger than Redis's: normally Redis has
  * it first (the exact script grows it), but a Redis restarted empty gets it back this way.
  *
- * KEYS: the sub-window hashes. ARGV[1], ARGV[2]: this node's `a:` and `r:` field names; then five
- * per key: admitted total, refunded total, exact total, denied here (1|0), milliseconds to keep the hash.
+ * KEYS: the sub-window hashes. ARGV[1]: this node's id; then six per key: the incarnation of its
+ * fields, admitted total, refunded total, exact total, denied here (1|0), milliseconds to keep the hash.
  * Reply: the server's TIME (seconds, microseconds), then per key the global count, denied (1|0),
  * this node's `x:` field, and 1 when the hash did not exist (0 else): a node that had sent to a
  * live sub-window finding it gone knows Redis lost its keys.
  */
-export const SYNC_LUA = `
-local a, r = ARGV[1], ARGV[2]
-local x = 'x' .. string.sub(a, 2)
+export const SYNC_LUA = `${FIELD_LUA}
+local node = ARGV[1]
 local time = redis.call('TIME')
 local reply = { tonumber(time[1]), tonumber(time[2]) }
+-- This node's field names by incarnation: a call carries few incarnations (mostly 0) over many keys.
+local names = {}
 for i = 1, #KEYS do
   local key = KEYS[i]
-  local at = 5 * i - 2
+  local at = 6 * i - 3
+  local incarnation = ARGV[at - 1]
+  local named = names[incarnation]
+  if named == nil then
+    named = { field('a', node, incarnation), field('r', node, incarnation), field('x', node, incarnation) }
+    names[incarnation] = named
+  end
+  local a, r, x = named[1], named[2], named[3]
   local admitted, refunded, exact = tonumber(ARGV[at]), tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2])
   local fields = redis.call('HGETALL', key)
   local sum, denied, held_a, held_r, held_x = 0, 0, 0, 0, 0
@@ -88,38 +111,39 @@ export const PAST_DEADLINE = -1
  * there, so every node learns it at its next sync.
  *
  * KEYS: per policy its sub-window hashes, oldest first, the current one last.
- * ARGV[1], ARGV[2]: this node's `a:` and `x:` fields; ARGV[3]: the cost; ARGV[4]: the deadline in
- * epoch ms (0: none); then per policy: limit, how many of KEYS are its (k), the weight of its
- * oldest sub-window (sliding window), milliseconds to keep, k running `a:` totals of this node,
- * one per key, k `x:` totals (caught up the same way: a Redis restarted empty gets them back) and
- * k `r:` totals (the `r:` field is named after `a:`, as in the sync script).
+ * ARGV[1]: this node's id; ARGV[2]: the cost; ARGV[3]: the deadline in epoch ms (0: none); then per
+ * policy: limit, how many of KEYS are its (k), the weight of its oldest sub-window (sliding
+ * window), milliseconds to keep, the incarnation of its fields (see FIELD_LUA), k running `a:`
+ * totals of this node, one per key, k `x:` totals (caught up the same way: a Redis restarted empty
+ * gets them back) and k `r:` totals.
  * Reply: 1|0 admitted, then the global count of every key before the decision, in KEYS order; or
  * only PAST_DEADLINE.
  */
-export const EXACT_LUA = `
-local deadline = tonumber(ARGV[4])
+export const EXACT_LUA = `${FIELD_LUA}
+local deadline = tonumber(ARGV[3])
 if deadline > 0 then
   local time = redis.call('TIME')
   if tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000) > deadline then return { ${PAST_DEADLINE} } end
 end
-local a, x, cost = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local r = 'r' .. string.sub(a, 2)
+local node, cost = ARGV[1], tonumber(ARGV[2])
 local reply = { 0 }
 local admit = true
 local denying = {}
-local currents, keeps = {}, {}
-local at, first = 5, 0
+local currents, keeps, exacts = {}, {}, {}
+local at, first = 4, 0
 while at <= #ARGV do
   local limit, k, weight = tonumber(ARGV[at]), tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2])
+  local incarnation = ARGV[at + 4]
+  local a, x, r = field('a', node, incarnation), field('x', node, incarnation), field('r', node, incarnation)
   local estimate = 0
   for j = 1, k do
     local key = KEYS[first + j]
-    for f, field in ipairs({ a, x, r }) do
-      local given = ARGV[at + 3 + (f - 1) * k + j]
+    for f, name in ipairs({ a, x, r }) do
+      local given = ARGV[at + 4 + (f - 1) * k + j]
       local total = tonumber(given)
-      if total > 0 and total > tonumber(redis.call('HGET', key, field) or 0) then
+      if total > 0 and total > tonumber(redis.call('HGET', key, name) or 0) then
         -- A hash this catch-up makes gets the current sub-window's expiry, the longest any of them needs.
-        if redis.call('HSET', key, field, given) == 1 and redis.call('PTTL', key) == -1 then redis.call('PEXPIRE', key, ARGV[at + 3]) end
+        if redis.call('HSET', key, name, given) == 1 and redis.call('PTTL', key) == -1 then redis.call('PEXPIRE', key, ARGV[at + 3]) end
       end
     end
     local fields = redis.call('HGETALL', key)
@@ -134,14 +158,15 @@ while at <= #ARGV do
   end
   currents[#currents + 1] = KEYS[first + k]
   keeps[#keeps + 1] = ARGV[at + 3]
+  exacts[#exacts + 1] = x
   denying[#denying + 1] = estimate + cost > limit + 1e-9
   if denying[#denying] then admit = false end
   first = first + k
-  at = at + 4 + 3 * k
+  at = at + 5 + 3 * k
 end
 for i = 1, #currents do
   if admit then
-    redis.call('HINCRBY', currents[i], x, cost)
+    redis.call('HINCRBY', currents[i], exacts[i], cost)
     redis.call('PEXPIRE', currents[i], keeps[i])
   elseif denying[i] then
     redis.call('HSET', currents[i], 'd', 1)
@@ -155,11 +180,13 @@ return reply
 /**
  * Takes back an exact admission whose reply came after the node's timeout (the caller was told
  * no): this node's `x:` field shrinks by the cost in each hash that still holds it (an expired hash
- * is not made again). KEYS: each policy's current sub-window hash; ARGV[1]: the `x:` field; ARGV[2]: the cost.
+ * is not made again). KEYS: each policy's current sub-window hash; ARGV[1]: this node's id;
+ * ARGV[2]: the cost; then per key the incarnation of its fields (see FIELD_LUA).
  */
-export const TAKE_BACK_LUA = `
+export const TAKE_BACK_LUA = `${FIELD_LUA}
 for i = 1, #KEYS do
-  if redis.call('HEXISTS', KEYS[i], ARGV[1]) == 1 then redis.call('HINCRBY', KEYS[i], ARGV[1], -tonumber(ARGV[2])) end
+  local x = field('x', ARGV[1], ARGV[2 + i])
+  if redis.call('HEXISTS', KEYS[i], x) == 1 then redis.call('HINCRBY', KEYS[i], x, -tonumber(ARGV[2])) end
 end
 return #KEYS
 `
@@ -170,14 +197,17 @@ return #KEYS
  * starts again from 0 while every node's running totals stay as they are (and a late flush of
  * older totals adds nothing). `d` goes.
  *
- * KEYS: the sub-window hashes. ARGV[1..3]: this node's `a:`, `r:` and `x:` fields; then four per
- * key: its admitted, refunded and exact totals, and milliseconds to keep a hash this call makes.
+ * KEYS: the sub-window hashes. ARGV[1]: this node's id; then five per key: the incarnation of its
+ * fields (see FIELD_LUA), its admitted, refunded and exact totals, and milliseconds to keep a hash
+ * this call makes.
  */
-export const RESET_LUA = `
-local mine = { ARGV[1], ARGV[2], ARGV[3] }
+export const RESET_LUA = `${FIELD_LUA}
+local node = ARGV[1]
 for i = 1, #KEYS do
   local key = KEYS[i]
-  local at = 4 * i
+  local at = 5 * i - 2
+  local incarnation = ARGV[at - 1]
+  local mine = { field('a', node, incarnation), field('r', node, incarnation), field('x', node, incarnation) }
   local existed = redis.call('EXISTS', key) == 1
   for f = 1, 3 do
     local total = tonumber(ARGV[at + f - 1])

@@ -311,10 +311,10 @@ export class SyncLoop {
   /** One call; on failure what it carried waits for the next sync again. */
   async #send(group: Sent[], now: number): Promise<void> {
     const keys: string[] = []
-    const args: (string | number)[] = [`a:${this.nodeId}`, `r:${this.nodeId}`]
+    const args: (string | number)[] = [this.nodeId]
     for (const sent of group) {
       keys.push(sent.window.redisKey)
-      args.push(sent.admitted, sent.refunded, sent.exact, sent.denied ? '1' : '0', sent.keep)
+      args.push(sent.counters.incarnation, sent.admitted, sent.refunded, sent.exact, sent.denied ? '1' : '0', sent.keep)
     }
     const asked = this.clock.local()
     let reply: number[]
