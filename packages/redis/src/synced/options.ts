@@ -33,7 +33,11 @@ export interface SyncedStoreOptions {
   exactAbove?: number
   /** Keys (per policy set) kept in memory. Default 100 000. */
   maxKeys?: number
-  /** This process's id in Redis. Default a random UUID: unique per process. */
+  /**
+   * This process's id in Redis. Default a random UUID: unique per process. A restarted process
+   * needs a new one: its running totals start again from 0, and under a reused id Redis would keep
+   * the larger, older totals until the new ones pass them (counts of the current windows missed).
+   */
   nodeId?: string
   /** Tests only: the clock in epoch ms, used instead of the local clock corrected to Redis `TIME`. */
   now?: () => number
