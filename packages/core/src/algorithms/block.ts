@@ -1,5 +1,5 @@
 import type { Policy } from '../policy.js'
-import { denied, type Refund, type Step, type Transition } from './outcome.js'
+import { denied, type Penalty, type Refund, type Step, type Transition } from './outcome.js'
 
 /**
  * The state of a policy with `blockFor`: the algorithm's own state, and until when the key is
@@ -59,4 +59,9 @@ export function refundBlocking(refund: Refund<unknown>): Refund<BlockState> {
     const inner = refund(state.inner, now, policy, cost, admittedAt)
     return inner === state.inner ? state : { until: state.until, inner }
   }
+}
+
+/** A blocking policy's penalty goes to the algorithm's state; a block stays. */
+export function penalizeBlocking(penalize: Penalty<unknown>): Penalty<BlockState> {
+  return (state, now, policy, cost) => ({ until: state?.until ?? 0, inner: penalize(state?.inner, now, policy, cost) })
 }

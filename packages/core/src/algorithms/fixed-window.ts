@@ -1,6 +1,6 @@
 import type { Policy } from '../policy.js'
 import type { Kept, Meter } from './meter.js'
-import { admitted, denied, type Mutable, type Outcome, type Refund, type Transition } from './outcome.js'
+import { admitted, denied, type Mutable, type Outcome, type Penalty, type Refund, type Transition } from './outcome.js'
 
 /**
  * Count in the current window, which is aligned to multiples of the window since the epoch,
@@ -77,4 +77,11 @@ export const refundFixedWindow: Refund<FixedWindowState> = (state, now, policy, 
   if (state === undefined || state.count === 0 || state.start !== windowStart(now, policy)) return state
   if (admittedAt !== undefined && windowStart(admittedAt, policy) !== state.start) return state
   return { start: state.start, count: Math.max(0, state.count - cost) }
+}
+
+/** As a consume of `cost` would write it, admitted whatever the limit (see `Penalty`). */
+export const penalizeFixedWindow: Penalty<FixedWindowState> = (state, now, policy, cost) => {
+  const start = windowStart(now, policy)
+  const count = state !== undefined && state.start === start ? state.count : 0
+  return { start, count: count + cost }
 }

@@ -8,6 +8,7 @@ import {
   floorUnits,
   type Mutable,
   type Outcome,
+  type Penalty,
   type Refund,
   type Transition,
 } from './outcome.js'
@@ -118,4 +119,15 @@ export const refundGcra: Refund<GcraState> = (state, now, policy, cost) => {
   const tat =
     state.limit === undefined || state.limit === policy.limit ? state.tat : now + storedBacklog(state, now, policy)
   return { tat: Math.max(now, tat - (policy.window / policy.limit) * cost), limit: policy.limit }
+}
+
+/**
+ * The TAT goes on by T per unit, up to a window beyond tolerance + maxDelay: the furthest a TAT
+ * is read as one (see gcra), so a penalty keeps a key denied for at most about a window more.
+ */
+export const penalizeGcra: Penalty<GcraState> = (state, now, policy, cost) => {
+  const { limit, window, burst, maxDelay } = policy
+  const interval = window / limit
+  const backlog = state === undefined ? 0 : Math.max(0, storedBacklog(state, now, policy))
+  return { tat: now + Math.min(backlog + interval * cost, interval * burst + maxDelay + window), limit }
 }

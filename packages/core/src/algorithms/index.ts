@@ -1,21 +1,12 @@
 import type { AlgorithmName, Policy } from '../policy.js'
-import { type BlockingStep, type BlockState, blocking, blockUntil, refundBlocking } from './block.js'
-import { fixedWindow, fixedWindowMeter, refundFixedWindow } from './fixed-window.js'
-import { gcra, gcraMeter, refundGcra } from './gcra.js'
+import { type BlockingStep, type BlockState, blocking, blockUntil, penalizeBlocking, refundBlocking } from './block.js'
+import { fixedWindow, fixedWindowMeter, penalizeFixedWindow, refundFixedWindow } from './fixed-window.js'
+import { gcra, gcraMeter, penalizeGcra, refundGcra } from './gcra.js'
 import type { Kept, Meter } from './meter.js'
-import { type Outcome, peekOf, type Refund, type Transition } from './outcome.js'
-import {
-  type Penalty,
-  penalizeBlocking,
-  penalizeFixedWindow,
-  penalizeGcra,
-  penalizeSlidingLog,
-  penalizeSlidingWindow,
-  penalizeTokenBucket,
-} from './penalty.js'
-import { refundSlidingLog, slidingLog, slidingLogMeter } from './sliding-log.js'
-import { refundSlidingWindow, slidingWindow, slidingWindowMeter } from './sliding-window.js'
-import { refundTokenBucket, tokenBucket, tokenBucketMeter } from './token-bucket.js'
+import { type Outcome, type Penalty, peekOf, type Refund, type Transition } from './outcome.js'
+import { penalizeSlidingLog, refundSlidingLog, slidingLog, slidingLogMeter } from './sliding-log.js'
+import { penalizeSlidingWindow, refundSlidingWindow, slidingWindow, slidingWindowMeter } from './sliding-window.js'
+import { penalizeTokenBucket, refundTokenBucket, tokenBucket, tokenBucketMeter } from './token-bucket.js'
 
 export type { BlockingStep, BlockState } from './block.js'
 export { maxAdmittedInWindow, slidingWindowBoundFor } from './bounds.js'
@@ -23,8 +14,7 @@ export type { FixedWindowState } from './fixed-window.js'
 export { windowStart } from './fixed-window.js'
 export type { GcraState } from './gcra.js'
 export type { Kept, Meter } from './meter.js'
-export type { Outcome, Refund, Step, Transition } from './outcome.js'
-export type { Penalty } from './penalty.js'
+export type { Outcome, Penalty, Refund, Step, Transition } from './outcome.js'
 export type { SlidingLogState } from './sliding-log.js'
 export type { SlidingWindowState } from './sliding-window.js'
 export type { TokenBucketState } from './token-bucket.js'

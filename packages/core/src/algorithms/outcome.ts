@@ -54,6 +54,13 @@ export type Refund<S> = (
 ) => S | undefined
 
 /**
+ * Takes `cost` units whatever the limit says (rate-limiter-flexible's `penalty`): the state a
+ * consume of `cost` would write, as if it had been admitted. The count may go past the limit;
+ * the key is then denied until enough of it has drained, as each algorithm drains.
+ */
+export type Penalty<S> = (state: S | undefined, now: number, policy: Policy, cost: number) => S
+
+/**
  * Float slack for the algorithms whose rates are fractions (1000 ms / 3): without it,
  * 333.33… × 3 can land a hair above 1000 and deny a request that fits exactly. The Lua
  * mirrors use the same constant.

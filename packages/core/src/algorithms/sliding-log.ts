@@ -1,6 +1,6 @@
 import type { Policy } from '../policy.js'
 import type { Kept, Meter } from './meter.js'
-import { admitted, denied, type Outcome, type Refund, type Transition } from './outcome.js'
+import { admitted, denied, type Outcome, type Penalty, type Refund, type Transition } from './outcome.js'
 
 /**
  * Admission times inside the last window, oldest first, with the cost admitted at each. Memory
@@ -464,3 +464,7 @@ export const refundSlidingLog: Refund<SlidingLogState> = (state, now, policy, co
   }
   return { times: nextTimes, costs: nextCosts }
 }
+
+/** An entry of `cost` at now, whatever the limit (see `Penalty`). */
+export const penalizeSlidingLog: Penalty<SlidingLogState> = (state, now, { window }, cost) =>
+  appended(state, now, window, cost)

@@ -7,6 +7,7 @@ import {
   denied,
   floorUnits,
   type Outcome,
+  type Penalty,
   type Refund,
   type Transition,
 } from './outcome.js'
@@ -347,4 +348,17 @@ function resetAfterOf(
     if (countAt(counts, shift, extra, precision, i) > 0) return i === 0 ? left : left + i * size
   }
   return 0
+}
+
+/** The cost goes to the newest sub-window, whatever the limit (see `Penalty`). */
+export const penalizeSlidingWindow: Penalty<SlidingWindowState> = (state, now, { window, precision }, cost) => {
+  const size = window / precision
+  const start = now - (now % size)
+  const shift = state === undefined ? precision + 1 : Math.max(0, (start - state.start) / size)
+  const counts: number[] = []
+  for (let i = 0; i <= precision; i++) {
+    counts.push(i + shift <= precision ? ((state as SlidingWindowState).counts[i + shift] as number) : 0)
+  }
+  counts[precision] = (counts[precision] as number) + cost
+  return { start, counts }
 }

@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest'
 import { createLimiter } from '../limiter.js'
 import { parsePolicy } from '../policy.js'
 import { MemoryStore } from '../stores/memory-store.js'
-import { penalizeTokenBucket } from './penalty.js'
 import {
+  penalizeTokenBucket,
   refundTokenBucket,
   storedTokens,
   type TokenBucketState,

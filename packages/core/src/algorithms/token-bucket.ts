@@ -1,6 +1,15 @@
 import type { Policy } from '../policy.js'
 import type { Kept, Meter } from './meter.js'
-import { admitted, ceilMs, denied, type Mutable, type Outcome, type Refund, type Transition } from './outcome.js'
+import {
+  admitted,
+  ceilMs,
+  denied,
+  type Mutable,
+  type Outcome,
+  type Penalty,
+  type Refund,
+  type Transition,
+} from './outcome.js'
 
 /**
  * Tokens scaled by the window (a token is `window` units and `limit` units drip in per ms), so
@@ -129,4 +138,12 @@ export const refundTokenBucket: Refund<TokenBucketState> = (state, now, policy, 
   const tokens = storedTokens(state, now, policy)
   if (tokens === capacity) return state
   return { tokens: Math.min(capacity, tokens + cost * window), updated: now, burst, limit }
+}
+
+/** The tokens go below zero as far as the cost takes them (see `Penalty`). */
+export const penalizeTokenBucket: Penalty<TokenBucketState> = (state, now, policy, cost) => {
+  const { limit, window, burst } = policy
+  const capacity = burst * window
+  const tokens = state === undefined ? capacity : storedTokens(state, now, policy)
+  return { tokens: tokens - cost * window, updated: now, burst, limit }
 }
