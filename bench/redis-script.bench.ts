@@ -24,8 +24,8 @@ import { MAX_PRECISION, type PolicyInput, parsePolicies } from '@sluice/core'
 import { RedisStore } from '@sluice/redis'
 import { Redis } from 'ioredis'
 import { RateLimiterRedis } from 'rate-limiter-flexible'
+import { SLIDING_LOG } from '../packages/redis/src/lua/algorithms/sliding-log.js'
 import { DECIDE_LUA } from '../packages/redis/src/lua/decide.js'
-import { SLIDING_LOG_LUA } from '../packages/redis/src/lua/sliding-log.js'
 import { parseCommandStats, startRedisServer } from '../test/support/redis.js'
 
 const args = process.argv.slice(2)
@@ -61,7 +61,7 @@ function scriptAt(revision: string): string {
   return body
     .replace(/\\`/g, '`')
     .replaceAll(interpolated('DOUBLES'), `<${'d'.repeat(MAX_PRECISION + 2)}`)
-    .replaceAll(interpolated('SLIDING_LOG_LUA'), SLIDING_LOG_LUA)
+    .replaceAll(interpolated('SLIDING_LOG_LUA'), SLIDING_LOG.functions)
 }
 
 /**

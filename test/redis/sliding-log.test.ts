@@ -12,7 +12,7 @@ interface Ran {
 }
 
 const T0 = 1_700_000_000_000
-/** A log's trailer after its records (see packages/redis/src/lua/sliding-log.ts). */
+/** A log's trailer after its records (see packages/redis/src/lua/algorithms/sliding-log.ts). */
 const TRAILER = 64
 
 /** MONITOR escapes a binary argument (\xHH, \n, \", \\): its length in bytes. */

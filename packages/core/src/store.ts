@@ -22,6 +22,8 @@ export type {
 } from './algorithms/index.js'
 export {
   blockState,
+  EPSILON,
+  ESTIMATE_EPSILON,
   fixedWindow,
   gcra,
   peekOutcome,

@@ -1,4 +1,4 @@
-import { type AlgorithmName, ConfigError, type PolicySet } from '@sluice/core'
+import { ConfigError, type PolicySet } from '@sluice/core'
 import { assertKnownOptions, type Outcome, type Store } from '@sluice/core/store'
 import { type RedisClient, run, type ScriptClient, script, scriptClient } from './client.js'
 import { DeniedCache } from './denied-cache.js'
@@ -6,6 +6,7 @@ import { hashTag } from './keys.js'
 import { BLOCK_LUA } from './lua/block.js'
 import { DECIDE_LUA } from './lua/decide.js'
 import { PENALIZE_LUA } from './lua/penalize.js'
+import { policyRecords, readOutcomes, replyBytes } from './lua/protocol.js'
 import { REFUND_LUA } from './lua/refund.js'
 import { assertPrefix } from './options.js'
 
@@ -46,25 +47,13 @@ const DEFAULT_DENIED_CACHE_KEYS = 10_000
 const DEFAULT_MAX_BATCH = 16
 /** A script blocks Redis while it runs (a few µs per decision and policy), so batches stay short. */
 const MAX_BATCH_LIMIT = 1000
-/** Bytes per policy in a script reply (five doubles), after the leading all-allowed flag. */
-const REPLY_STRIDE = 40
-/** Bytes per policy in the script's policy argument (eight doubles). */
-const POLICY_BYTES = 64
-/** The script's algorithm codes (see DECIDE_LUA). */
-const ALGORITHM_CODES: Record<AlgorithmName, number> = {
-  'fixed-window': 1,
-  'sliding-window': 2,
-  'sliding-log': 3,
-  'token-bucket': 4,
-  gcra: 5,
-}
 /**
  * Part of every key: the state layout's version. Keys written by a release with another layout
  * (0.1's text state; a sliding log as one packed string before its trailer layout, under `b:`)
  * are never read, so a rolling deploy cannot misread them; they expire on their own.
  */
 const LAYOUT = 'b:'
-/** A sliding log's layout (see lua/sliding-log.ts). */
+/** A sliding log's layout (see lua/algorithms/sliding-log.ts). */
 const LOG_LAYOUT = 'l:'
 
 /** Decisions waiting to be sent as one script call, with the promise of their outcomes. */
@@ -94,7 +83,7 @@ class Batch {
  * A `Store` on Redis: every policy of a set is decided by one script call (one EVALSHA, one
  * round trip, atomic, all-or-nothing) on the server's clock. Each policy's state is one string
  * key `<prefix>{<client key>}:b:<policy id>` (`b:` names the binary state layout; `l:` in its
- * place for a sliding log, see lua/sliding-log.ts), so two
+ * place for a sliding log, see lua/algorithms/sliding-log.ts), so two
  * limiters with the same policy share counts and all of one client's keys live in one Cluster slot.
  */
 export class RedisStore implements Store {
@@ -285,19 +274,11 @@ export class RedisStore implements Store {
     )
   }
 
-  /** The script's policy argument: eight little-endian doubles per policy, built once per set. */
+  /** The script's policy argument (the set's policy records, lua/protocol.ts), built once per set. */
   #argsOf(set: PolicySet): Buffer {
     let args = this.#policyArgs.get(set)
     if (args === undefined) {
-      args = Buffer.alloc(set.policies.length * POLICY_BYTES)
-      let at = 0
-      for (const p of set.policies) {
-        const { limit, window, burst, precision, maxDelay, blockFor, offset } = p
-        const values = [ALGORITHM_CODES[p.algorithm], limit, window, burst, precision, maxDelay, blockFor, offset]
-        for (const value of values) {
-          at = args.writeDoubleLE(value, at)
-        }
-      }
+      args = policyRecords(set)
       this.#policyArgs.set(set, args)
     }
     return args
@@ -317,42 +298,21 @@ export class RedisStore implements Store {
   }
 }
 
-/** Per decision: the all-allowed flag, then five doubles per policy. */
+/** Per decision: its part of the reply (lua/protocol.ts). */
 function splitReply(reply: Buffer, sizes: number[]): Outcome[][] {
   const all: Outcome[][] = new Array(sizes.length)
   let at = 0
   for (let d = 0; d < sizes.length; d++) {
     const n = sizes[d] as number
-    all[d] = outcomesAt(reply, at, n)
-    at += 8 + n * REPLY_STRIDE
+    all[d] = readOutcomes(reply, at, n)
+    at += replyBytes(n)
   }
   return all
 }
 
 /** The reply of a call deciding one request of `n` policies. */
 function splitOne(reply: Buffer, n: number): Outcome[] {
-  return outcomesAt(reply, 0, n)
-}
-
-/** The `n` outcomes of the decision whose part of the reply starts at byte `at` (its all-allowed flag). */
-function outcomesAt(reply: Buffer, at: number, n: number): Outcome[] {
-  const outcomes: Outcome[] = new Array(n)
-  at += 8
-  for (let i = 0; i < n; i++, at += REPLY_STRIDE) {
-    const allowed = reply.readDoubleLE(at) === 1
-    const remaining = reply.readDoubleLE(at + 8)
-    // An admission's retryAfter slot carries nextAfter when nothing remains (see DECIDE_LUA).
-    const slot = reply.readDoubleLE(at + 24)
-    outcomes[i] = {
-      allowed,
-      remaining,
-      resetAfter: reply.readDoubleLE(at + 16),
-      retryAfter: allowed ? 0 : slot,
-      delay: reply.readDoubleLE(at + 32),
-      nextAfter: allowed && remaining === 0 ? slot : undefined,
-    }
-  }
-  return outcomes
+  return readOutcomes(reply, 0, n)
 }
 
 function maxBatchOf(option: unknown): number | undefined {

@@ -67,6 +67,12 @@ export type Penalty<S> = (state: S | undefined, now: number, policy: Policy, cos
  */
 export const EPSILON = 1e-6
 
+/**
+ * Float slack of the sliding window's weighted estimate (a sub-window's count times the share of
+ * it still inside), tighter than EPSILON: the estimate is a sum of fractions of whole counts.
+ */
+export const ESTIMATE_EPSILON = 1e-9
+
 /** Milliseconds rounded up, forgiving `EPSILON` of float error (0 stays 0). */
 export function ceilMs(ms: number): number {
   return ms <= EPSILON ? 0 : Math.ceil(ms - EPSILON)

@@ -5,6 +5,7 @@ import {
   alignedStart,
   ceilMs,
   denied,
+  ESTIMATE_EPSILON,
   floorUnits,
   type Outcome,
   type Penalty,
@@ -106,7 +107,7 @@ function decideSlidingWindow(state: Counted | undefined, now: number, policy: Po
   const left = start + size - now
   const estimate = (oldest * left) / size + (total - oldest)
 
-  if (estimate + cost > limit + 1e-9) {
+  if (estimate + cost > limit + ESTIMATE_EPSILON) {
     const wait = timeUntilBelow(counts, shift, 0, precision, left, size, estimate + cost - limit)
     const resetAfter = resetAfterOf(counts, shift, 0, precision, left, size)
     return denied(floorUnits(limit - estimate), resetAfter, wait)
@@ -329,7 +330,7 @@ function timeUntilBelow(
     const count = countAt(counts, shift, extra, precision, i)
     const span = i === 0 ? left : size
     const drop = (count * span) / size
-    if (count > 0 && drop >= need - 1e-9) return ceilMs(elapsed + (need * size) / count)
+    if (count > 0 && drop >= need - ESTIMATE_EPSILON) return ceilMs(elapsed + (need * size) / count)
     need -= drop
     elapsed += span
   }

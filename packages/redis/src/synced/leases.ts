@@ -2,6 +2,7 @@ import type { PolicySet } from '@sluice/core'
 import type { Outcome } from '@sluice/core/store'
 import { run, type ScriptClient, script } from '../client.js'
 import { hashTag } from '../keys.js'
+import { LEASE_FIELDS, LEASE_POLICY_BYTES, writePolicy } from '../lua/protocol.js'
 import type { RedisStore } from '../store.js'
 import { grantTarget, IDLE_SYNCS, Lease, leasable, maxGrant } from './lease.js'
 import { LEASE_LUA } from './lease-lua.js'
@@ -15,8 +16,6 @@ const MAX_BACKOFF_MS = 5000
 const FIRST_TAKE = 4
 /** How much each take grows over the last. */
 const TAKE_GROWTH = 4
-/** LEASE_LUA's algorithm codes (DECIDE_LUA's). */
-const CODES = { 'token-bucket': 4, gcra: 5 } as const
 
 /** One policy of one lease: units to take (> 0) or give back (< 0). */
 interface Op {
@@ -329,16 +328,13 @@ export class Leases {
 
   async #call(ops: Op[]): Promise<void> {
     const keys: string[] = []
-    const policies = Buffer.alloc(32 * ops.length)
+    const policies = Buffer.alloc(LEASE_POLICY_BYTES * ops.length)
     const amounts = Buffer.alloc(8 * ops.length)
     for (const [i, op] of ops.entries()) {
       const policy = op.lease.set.policies[op.index]
       if (policy === undefined) continue
       keys.push(op.lease.keys[op.index] as string)
-      policies.writeDoubleLE(CODES[policy.algorithm as keyof typeof CODES], 32 * i)
-      policies.writeDoubleLE(policy.limit, 32 * i + 8)
-      policies.writeDoubleLE(policy.window, 32 * i + 16)
-      policies.writeDoubleLE(policy.burst, 32 * i + 24)
+      writePolicy(policies, LEASE_POLICY_BYTES * i, policy, LEASE_FIELDS)
       amounts.writeDoubleLE(op.amount, 8 * i)
     }
     const args: (Buffer | string)[] = [policies, amounts]

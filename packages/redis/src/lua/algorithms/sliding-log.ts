@@ -1,6 +1,8 @@
+import { ALGORITHM_CODES, EXPIRY_SLACK_MS } from '../protocol.js'
+
 /**
- * The sliding log's state on Redis and the Lua functions every script shares to read and change
- * it (DECIDE_LUA, REFUND_LUA, PENALIZE_LUA, BLOCK_LUA interpolate this text). Each mirrors
+ * Mirrors packages/core/src/algorithms/sliding-log.ts. The sliding log's state on Redis and the
+ * Lua functions every script shares to read and change it (SLIDING_LOG below). Each mirrors
  * @sluice/core's sliding log (decideSlidingLog, appended, refundSlidingLog) on a layout that lets a
  * decision touch a constant number of bytes whatever the log holds, where a string read and
  * rewritten whole made a log of 5 000 entries cost Redis seven times one of 10 (bench/README).
@@ -27,7 +29,7 @@
  *   entries stamped later than now are restamped now when the log is next appended to, and a log
  *   whose newest entry is more than a window after now reads as no log (as core's).
  */
-export const SLIDING_LOG_LUA = `
+const LOG_FUNCTIONS = `
 local LOG_TRAILER = 64
 -- Records read in one GETRANGE before a binary search takes over (256 bytes).
 local LOG_CHUNK = 16
@@ -271,3 +273,36 @@ local function logFunctions()
   end
 end
 `
+
+/**
+ * The sliding log's fragments. Unlike the other algorithms' (algorithm.ts), its state is read and
+ * written in parts, so refund, penalize and block work on the policy's key `KEYS[i]` (with
+ * `window` and the script's `cost`, `admitted`, `duration` in scope), and its block is a field
+ * of the log's trailer. `decide` gets the log's view (logRead) as `state`.
+ */
+export const SLIDING_LOG = {
+  code: ALGORITHM_CODES['sliding-log'],
+  functions: LOG_FUNCTIONS,
+  decide: `return decideLog(state, now, c, limit, window, blockFor, ${EXPIRY_SLACK_MS})`,
+  refund: `
+    logFunctions()
+    local log = logRead(KEYS[i])
+    if not log.missing then
+      local write = logRefund(log, now, cost, window, admitted)
+      if write then logWrite(KEYS[i], write) end
+    end
+`,
+  penalize: `
+    logFunctions()
+    local log = logRead(KEYS[i])
+    logLive(log, now, window)
+    logWrite(KEYS[i], logAppend(log, now, cost, math.max(window, log.blockedUntil - now) + ${EXPIRY_SLACK_MS}))
+`,
+  block: `
+    logFunctions()
+    local log = logRead(KEYS[i])
+    local blockedUntil = math.max(now + duration, log.blockedUntil)
+    local expiry = math.max(redis.call('PTTL', KEYS[i]), blockedUntil - now + ${EXPIRY_SLACK_MS})
+    logWrite(KEYS[i], logBlock(log, blockedUntil, expiry))
+`,
+} as const

@@ -1,0 +1,97 @@
+import { ALGORITHM_CODES, EPSILON_LUA, EXPIRY_SLACK_MS } from '../protocol.js'
+import type { BucketLua } from './algorithm.js'
+
+/**
+ * Mirrors packages/core/src/algorithms/gcra.ts (gcra, storedBacklog, backlogOf, refundGcra,
+ * penalizeGcra) line for line. State: tat, limit.
+ */
+export const GCRA: BucketLua = {
+  code: ALGORITHM_CODES.gcra,
+  /**
+   * As core's storedBacklog (same formulas, same order of operations): how far the TAT lies after
+   * now, read at this limit when it was written at another (a named policy's plan change) so the
+   * units used stay used. A state written before the limit was kept (8 bytes) is read as of the
+   * policy's.
+   */
+  functions: `
+local function storedBacklog(state, now, limit, window, burst, maxDelay)
+  local backlog = struct.unpack('<d', state) - now
+  if #state < 16 then return backlog end
+  local l = struct.unpack('<d', state, 9)
+  if l == limit or backlog <= 0 then return backlog end
+  return math.min((backlog * l) / limit, math.max(backlog, (window / limit) * burst + maxDelay))
+end
+`,
+  decide: `
+    local interval = window / limit
+    local tolerance = interval * burst
+    local backlog = 0
+    if state then backlog = storedBacklog(state, now, limit, window, burst, maxDelay) end
+    -- As core's backlogOf: a TAT more than a window (and 1 ms) beyond tolerance + maxDelay reads as none.
+    if backlog > tolerance + maxDelay + window + 1 then backlog = 0 else backlog = math.max(0, backlog) end
+    local nextBacklog = backlog + interval * c
+    if nextBacklog > tolerance + maxDelay + ${EPSILON_LUA} then
+      return false, floorUnits((tolerance - backlog) / interval), ceilMs(backlog),
+        math.max(ceilMs(nextBacklog - tolerance - maxDelay), 1), 0
+    end
+    local remaining = floorUnits((tolerance - nextBacklog) / interval)
+    local nextAfter = 0
+    if remaining == 0 then nextAfter = math.max(1, ceilMs(nextBacklog + interval - tolerance)) end
+    return true, remaining, ceilMs(nextBacklog), nextAfter, ceilMs(nextBacklog - tolerance),
+      struct.pack('<dd', now + nextBacklog, limit)
+`,
+  refund: `
+    local tat = struct.unpack('<d', state)
+    if tat <= now then return nil end
+    if #state >= 16 and struct.unpack('<d', state, 9) ~= limit then
+      tat = now + storedBacklog(state, now, limit, window, burst, maxDelay)
+    end
+    return struct.pack('<dd', math.max(now, tat - (window / limit) * c), limit)
+`,
+  // As core's penalizeGcra: up to a window beyond tolerance + maxDelay, the furthest a TAT is read as one.
+  penalize: `
+    local interval = window / limit
+    local backlog = 0
+    if state then backlog = math.max(0, storedBacklog(state, now, limit, window, burst, maxDelay)) end
+    local nextBacklog = math.min(backlog + interval * c, interval * burst + maxDelay + window)
+    return struct.pack('<dd', now + nextBacklog, limit), math.ceil(nextBacklog)
+`,
+  /**
+   * As the decision (core's backlogOf) without maxDelay: how far the TAT lies after now, at this
+   * limit; a TAT more than a window (and 1 ms) beyond tolerance reads as none.
+   */
+  leaseFunctions: `
+local function backlogNow(state, limit, window, burst)
+  if not state then return 0 end
+  local backlog = storedBacklog(state, now, limit, window, burst, 0)
+  if backlog > (window / limit) * burst + window + 1 then return 0 end
+  return math.max(0, backlog)
+end
+`,
+  // A give-back moves the TAT back at the limit it was written at, never before now.
+  lease: `
+    local interval = window / limit
+    if amount < 0 then
+      if state then
+        local tat = struct.unpack('<d', state)
+        if tat > now then
+          local written = limit
+          if #state >= 16 then written = struct.unpack('<d', state, 9) end
+          state = struct.pack('<dd', math.max(now, tat - (window / written) * -amount), written)
+          redis.call('SET', key, state, 'KEEPTTL')
+        end
+      end
+      a = now + backlogNow(state, limit, window, burst)
+    else
+      local backlog = backlogNow(state, limit, window, burst)
+      -- The units the decision would admit: backlog + interval * c <= tolerance + EPSILON.
+      local available = math.max(0, math.floor((interval * burst + ${EPSILON_LUA} - backlog) / interval))
+      granted = grantOf(available, burst, amount)
+      if granted > 0 then
+        backlog = backlog + interval * granted
+        redis.call('PSETEX', key, string.format('%d', ceilMs(backlog) + ${EXPIRY_SLACK_MS}), struct.pack('<dd', now + backlog, limit))
+      end
+      a = now + backlog
+    end
+`,
+}

@@ -1,0 +1,101 @@
+import { ALGORITHM_CODES, EXPIRY_SLACK_MS } from '../protocol.js'
+import type { BucketLua } from './algorithm.js'
+
+/**
+ * Mirrors packages/core/src/algorithms/token-bucket.ts (tokenBucket, storedTokens,
+ * refundTokenBucket, penalizeTokenBucket) line for line. State: tokens, updated, burst, limit; a
+ * token is `window` units and `limit` units drip in per ms.
+ */
+export const TOKEN_BUCKET: BucketLua = {
+  code: ALGORITHM_CODES['token-bucket'],
+  /**
+   * As core's storedTokens (same formulas, same order of operations): the bucket refilled to now
+   * at the rate it was written at, then read against this burst so the units used stay used (a
+   * named policy's limit may change under its state), and its update time. A state written
+   * before the burst or limit was kept (16 or 24 bytes) is read as of the policy's.
+   */
+  functions: `
+local function storedTokens(state, now, limit, window, burst)
+  local t, u = struct.unpack('<dd', state)
+  local b, l = burst, limit
+  if #state >= 24 then b = struct.unpack('<d', state, 17) end
+  if #state >= 32 then l = struct.unpack('<d', state, 25) end
+  local refilled = math.min(b * window, t + math.max(0, now - u) * l)
+  if b == burst then return refilled, u end
+  return math.max(burst * window - (b * window - refilled), math.min(0, refilled)), u
+end
+`,
+  decide: `
+    local capacity = burst * window
+    local tokens = capacity
+    if state then
+      local t, u = storedTokens(state, now, limit, window, burst)
+      -- As core's tokensAt: updated more than a window after now reads as a full bucket.
+      if u - now <= window then tokens = t end
+    end
+    local nextTokens = tokens - c * window
+    local debtAllowed = maxDelay * limit
+    if nextTokens < -debtAllowed then
+      local waitForTokens = ceilMs((-nextTokens - debtAllowed) / limit)
+      return false, math.max(0, math.floor(tokens / window)), ceilMs((capacity - tokens) / limit), math.max(waitForTokens, 1), 0
+    end
+    local delay = 0
+    if nextTokens < 0 then delay = ceilMs(-nextTokens / limit) end
+    local remaining = math.max(0, math.floor(nextTokens / window))
+    local nextAfter = 0
+    if remaining == 0 then nextAfter = math.max(1, ceilMs((window - nextTokens) / limit)) end
+    return true, remaining, ceilMs((capacity - nextTokens) / limit), nextAfter, delay,
+      struct.pack('<dddd', nextTokens, now, burst, limit)
+`,
+  refund: `
+    local capacity = burst * window
+    local tokens = storedTokens(state, now, limit, window, burst)
+    if tokens == capacity then return nil end
+    return struct.pack('<dddd', math.min(capacity, tokens + c * window), now, burst, limit)
+`,
+  penalize: `
+    local capacity = burst * window
+    local tokens = capacity
+    if state then tokens = storedTokens(state, now, limit, window, burst) end
+    local nextTokens = tokens - c * window
+    return struct.pack('<dddd', nextTokens, now, burst, limit), math.ceil((capacity - nextTokens) / limit)
+`,
+  /** As the decision (core's tokensAt): the bucket at now, read against this burst. */
+  leaseFunctions: `
+local function tokensNow(state, limit, window, burst)
+  local capacity = burst * window
+  if not state then return capacity end
+  local t, u = storedTokens(state, now, limit, window, burst)
+  if u - now > window then return capacity end
+  return t
+end
+`,
+  // A give-back goes back in the state's own terms (its burst and rate, no refill, `updated`
+  // kept); a grant is units taken as if admitted, the bucket then written as the decision does.
+  lease: `
+    if amount < 0 then
+      if state then
+        local t, u = struct.unpack('<dd', state)
+        local writtenBurst, writtenLimit = burst, limit
+        if #state >= 24 then writtenBurst = struct.unpack('<d', state, 17) end
+        if #state >= 32 then writtenLimit = struct.unpack('<d', state, 25) end
+        local back = math.min(writtenBurst * window, t - amount * window)
+        if back > t then
+          state = struct.pack('<dddd', back, u, writtenBurst, writtenLimit)
+          redis.call('SET', key, state, 'KEEPTTL')
+        end
+      end
+      a = tokensNow(state, limit, window, burst)
+    else
+      local tokens = tokensNow(state, limit, window, burst)
+      granted = grantOf(math.floor(tokens / window), burst, amount)
+      if granted > 0 then
+        tokens = tokens - granted * window
+        local full = ceilMs((burst * window - tokens) / limit)
+        redis.call('PSETEX', key, string.format('%d', full + ${EXPIRY_SLACK_MS}), struct.pack('<dddd', tokens, now, burst, limit))
+      end
+      a = tokens
+    end
+    b = now
+`,
+}
