@@ -4,7 +4,7 @@ import { run, type ScriptClient, script } from '../client.js'
 import type { SyncClock } from './clock.js'
 import type { SubWindow } from './counters.js'
 import { type Entry, markDenied, statesOf } from './entries.js'
-import { EXACT_LUA, PAST_DEADLINE, TAKE_BACK_LUA } from './sync-lua.js'
+import { EXACT_LUA, type ExactPolicy, exactCall, readExact, TAKE_BACK_LUA } from './sync-lua.js'
 import { withTimeout } from './timeout.js'
 
 const EXACT = script(EXACT_LUA)
@@ -29,36 +29,23 @@ export class ExactPath {
 
   /** One EXACT_LUA call; a reply later than EXACT_TIMEOUT_MS or an error is a denial. Never rejects. */
   async decide(entry: Entry, set: PolicySet, cost: number, now: number): Promise<readonly Outcome[]> {
-    const keys: string[] = []
-    const args: (string | number)[] = [this.nodeId, cost, this.clock.deadline(now, EXACT_TIMEOUT_MS)]
     const windows: SubWindow[] = []
-    for (const [p, counters] of entry.counters.entries()) {
+    const policies: ExactPolicy[] = entry.counters.map((counters, p) => {
       const { span, depth } = counters.geometry
       const current = counters.currentStart(now)
-      const mine: number[] = []
-      const exact: number[] = []
-      const refunded: number[] = []
-      for (let i = depth - 1; i >= 0; i--) {
-        const w = counters.at(current - i * span)
-        windows.push(w)
-        keys.push(w.redisKey)
-        mine.push(w.admitted)
-        exact.push(w.exact)
-        refunded.push(w.refunded)
+      const own: SubWindow[] = []
+      for (let i = depth - 1; i >= 0; i--) own.push(counters.at(current - i * span))
+      windows.push(...own)
+      return {
+        // The limit the request is decided with: the set's (counters of a named policy serve every plan's set).
+        limit: (set.policies[p] as Policy).limit,
+        weight: (current + span - now) / span,
+        keep: counters.keepFor(counters.at(current), now),
+        incarnation: counters.incarnation,
+        windows: own,
       }
-      const weight = (current + span - now) / span
-      // The limit the request is decided with: the set's (counters of a named policy serve every plan's set).
-      args.push(
-        (set.policies[p] as Policy).limit,
-        depth,
-        weight,
-        counters.keepFor(counters.at(current), now),
-        counters.incarnation,
-        ...mine,
-        ...exact,
-        ...refunded,
-      )
-    }
+    })
+    const { keys, args } = exactCall(this.nodeId, cost, this.clock.deadline(now, EXACT_TIMEOUT_MS), policies)
     const sent = windows.map((w) => w.admitted)
     const sentExact = windows.map((w) => w.exact)
     const sentRefunded = windows.map((w) => w.refunded)
@@ -69,17 +56,18 @@ export class ExactPath {
     } catch {
       this.#takeBackIfAdmitted(call, entry, now, cost)
     }
-    if (reply === undefined || reply[0] === PAST_DEADLINE) {
+    const decided = reply === undefined ? undefined : readExact(reply)
+    if (decided === undefined) {
       // Slow or failing Redis on a key near its limit: deny (the safe side). Once syncs fail too,
       // the node is degraded and decides alone on its share without asking. Not marked denied:
       // the key was not found full, and other nodes would then send its every request to a slow Redis.
       return evaluate(statesOf(entry, now, false), now, set, cost).outcomes.map(deniedAnyway)
     }
-    const admitted = reply[0] === 1
+    const { admitted, globals } = decided
     // This node's part of the reply: what it sent, and its exact admissions so far (one in flight may be missing).
     for (const [i, w] of windows.entries()) {
       w.acknowledge(sent[i] as number, sentRefunded[i] as number, sentExact[i] as number, false)
-      w.heard(reply[1 + i] as number, w.sentAdmitted - w.sentRefunded + w.exact, false, now, this.interval)
+      w.heard(globals[i] as number, w.sentAdmitted - w.sentRefunded + w.exact, false, now, this.interval)
     }
     for (const counters of entry.counters) counters.heard = true
     const before = evaluate(statesOf(entry, now, false), now, set, cost)
@@ -108,7 +96,7 @@ export class ExactPath {
     const incarnations = entry.counters.map((counters) => counters.incarnation)
     const late: Promise<void> = call
       .then(async (reply) => {
-        if (reply[0] === 1) await run(this.client, TAKE_BACK, keys, [this.nodeId, cost, ...incarnations])
+        if (readExact(reply)?.admitted) await run(this.client, TAKE_BACK, keys, [this.nodeId, cost, ...incarnations])
       })
       .catch(() => undefined)
       .finally(() => this.#late.delete(late))

@@ -12,7 +12,7 @@ import { Fleet } from './fleet.js'
 import { resolveOptions, type SyncedStoreOptions } from './options.js'
 import { Shares } from './shares.js'
 import { SYNC_TIMEOUT_MS, SyncLoop } from './sync.js'
-import { RESET_LUA } from './sync-lua.js'
+import { RESET_LUA, resetCall, type SentWindow } from './sync-lua.js'
 
 export type { SyncedStoreOptions } from './options.js'
 
@@ -178,20 +178,26 @@ export class SyncedStore implements Store {
   async reset(key: string, set: PolicySet): Promise<void> {
     if (!this.#countsLocally(set)) return this.#buckets.reset(key, set)
     const now = this.#clock.time()
-    const keys: string[] = []
-    const args: (string | number)[] = [this.nodeId]
-    const sent: { window: SubWindow; admitted: number; refunded: number; exact: number }[] = []
+    const sent: (SentWindow & { window: SubWindow })[] = []
     const counters = this.#countersIn(key, set)
     for (const [i, policy] of set.policies.entries()) {
       // Counters this node never made (the key was counted elsewhere) only name the hashes to reset.
       const policyCounters = counters[i] ?? this.#countersOf(key, policy)
       for (const window of policyCounters.reset(now)) {
-        const { admitted, refunded, exact } = window
-        keys.push(window.redisKey)
-        args.push(policyCounters.incarnation, admitted, refunded, exact, policyCounters.keepFor(window, now))
-        sent.push({ window, admitted, refunded, exact })
+        const { redisKey, admitted, refunded, exact } = window
+        const { incarnation } = policyCounters
+        sent.push({
+          window,
+          redisKey,
+          incarnation,
+          admitted,
+          refunded,
+          exact,
+          keep: policyCounters.keepFor(window, now),
+        })
       }
     }
+    const { keys, args } = resetCall(this.nodeId, sent)
     await run(this.#client, RESET, keys, args)
     for (const { window, admitted, refunded, exact } of sent) window.acknowledge(admitted, refunded, exact, false)
   }

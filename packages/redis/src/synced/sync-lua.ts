@@ -14,6 +14,30 @@ end
 `
 
 /**
+ * The global count of one sub-window hash from its fields (HGETALL): Σa + Σx − Σr − o, summed by
+ * each field name's first byte (`a`, `x` add; `r`, `o` take off; `d` is the denied flag), so
+ * every incarnation's fields count. Also whether `d` is set, `o`, and the fields named `a`, `r`, `x`
+ * (this node's, when given).
+ */
+const COUNT_LUA = `
+local function countOf(fields, a, r, x)
+  local sum, denied, offset, heldA, heldR, heldX = 0, 0, 0, 0, 0, 0
+  for j = 1, #fields, 2 do
+    local name, value = fields[j], fields[j + 1]
+    local c = string.byte(name, 1)
+    if c == 100 then denied = 1
+    else
+      value = tonumber(value)
+      if c == 97 or c == 120 then sum = sum + value else sum = sum - value end
+      if c == 111 then offset = value
+      elseif name == a then heldA = value elseif name == r then heldR = value elseif name == x then heldX = value end
+    end
+  end
+  return sum, denied, offset, heldA, heldR, heldX
+end
+`
+
+/**
  * The sync script: one call per interval (per hash slot on a Cluster) carrying every sub-window
  * this node counted in. Each sub-window of a key is one hash under the key's hash tag, with one
  * field per node (and incarnation, see FIELD_LUA): `a:<node>` its running total admitted locally,
@@ -34,7 +58,7 @@ end
  * this node's `x:` field, and 1 when the hash did not exist (0 else): a node that had sent to a
  * live sub-window finding it gone knows Redis lost its keys.
  */
-export const SYNC_LUA = `${FIELD_LUA}
+export const SYNC_LUA = `${FIELD_LUA}${COUNT_LUA}
 local node = ARGV[1]
 local time = redis.call('TIME')
 local reply = { tonumber(time[1]), tonumber(time[2]) }
@@ -52,17 +76,7 @@ for i = 1, #KEYS do
   local a, r, x = named[1], named[2], named[3]
   local admitted, refunded, exact = tonumber(ARGV[at]), tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2])
   local fields = redis.call('HGETALL', key)
-  local sum, denied, held_a, held_r, held_x = 0, 0, 0, 0, 0
-  for j = 1, #fields, 2 do
-    local name, value = fields[j], fields[j + 1]
-    local c = string.byte(name, 1)
-    if c == 100 then denied = 1
-    else
-      value = tonumber(value)
-      if c == 97 or c == 120 then sum = sum + value else sum = sum - value end
-      if name == a then held_a = value elseif name == r then held_r = value elseif name == x then held_x = value end
-    end
-  end
+  local sum, denied, _, held_a, held_r, held_x = countOf(fields, a, r, x)
   local writes = {}
   if admitted > held_a then
     writes[#writes + 1] = a
@@ -98,7 +112,7 @@ return reply
 `
 
 /** The exact script's first reply value when it ran after its deadline and did nothing. */
-export const PAST_DEADLINE = -1
+const PAST_DEADLINE = -1
 
 /**
  * One exact decision on the same hashes. A call that runs after its deadline (Redis time) does
@@ -119,7 +133,7 @@ export const PAST_DEADLINE = -1
  * Reply: 1|0 admitted, then the global count of every key before the decision, in KEYS order; or
  * only PAST_DEADLINE.
  */
-export const EXACT_LUA = `${FIELD_LUA}
+export const EXACT_LUA = `${FIELD_LUA}${COUNT_LUA}
 local deadline = tonumber(ARGV[3])
 if deadline > 0 then
   local time = redis.call('TIME')
@@ -146,13 +160,7 @@ while at <= #ARGV do
         if redis.call('HSET', key, name, given) == 1 and redis.call('PTTL', key) == -1 then redis.call('PEXPIRE', key, ARGV[at + 3]) end
       end
     end
-    local fields = redis.call('HGETALL', key)
-    local sum = 0
-    for f = 1, #fields, 2 do
-      local c = string.byte(fields[f], 1)
-      if c == 97 or c == 120 then sum = sum + tonumber(fields[f + 1])
-      elseif c ~= 100 then sum = sum - tonumber(fields[f + 1]) end
-    end
+    local sum = countOf(redis.call('HGETALL', key))
     reply[#reply + 1] = sum
     if j == 1 and k > 1 then estimate = estimate + sum * weight else estimate = estimate + sum end
   end
@@ -201,7 +209,7 @@ return #KEYS
  * fields (see FIELD_LUA), its admitted, refunded and exact totals, and milliseconds to keep a hash
  * this call makes.
  */
-export const RESET_LUA = `${FIELD_LUA}
+export const RESET_LUA = `${FIELD_LUA}${COUNT_LUA}
 local node = ARGV[1]
 for i = 1, #KEYS do
   local key = KEYS[i]
@@ -216,15 +224,118 @@ for i = 1, #KEYS do
   local fields = redis.call('HGETALL', key)
   if #fields > 0 then
     if not existed then redis.call('PEXPIRE', key, ARGV[at + 3]) end
-    local sum = 0
-    for f = 1, #fields, 2 do
-      local c = string.byte(fields[f], 1)
-      if c == 97 or c == 120 then sum = sum + tonumber(fields[f + 1])
-      elseif c == 114 then sum = sum - tonumber(fields[f + 1]) end
-    end
-    redis.call('HSET', key, 'o', sum)
+    -- The count without the old offset: Σa + Σx − Σr.
+    local count, _, offset = countOf(fields)
+    redis.call('HSET', key, 'o', count + offset)
     redis.call('HDEL', key, 'd')
   end
 end
 return #KEYS
 `
+
+/**
+ * The codec of these scripts: how a sub-window's totals go over the wire (ARGV, in the orders the
+ * scripts above read) and what comes back, so no caller packs or reads a position by hand.
+ */
+
+/** One sub-window hash's part of a sync or reset call: this node's totals in it. */
+export interface SentWindow {
+  readonly redisKey: string
+  /** Of the key's counters (see FIELD_LUA). */
+  readonly incarnation: number
+  readonly admitted: number
+  readonly refunded: number
+  readonly exact: number
+  /** Milliseconds Redis keeps a hash this call makes. */
+  readonly keep: number
+}
+
+/** SYNC_LUA's keys and arguments. */
+export function syncCall(nodeId: string, windows: readonly (SentWindow & { readonly denied: boolean })[]): ScriptCall {
+  const keys: string[] = []
+  const args: (string | number)[] = [nodeId]
+  for (const w of windows) {
+    keys.push(w.redisKey)
+    args.push(w.incarnation, w.admitted, w.refunded, w.exact, w.denied ? '1' : '0', w.keep)
+  }
+  return { keys, args }
+}
+
+/** SYNC_LUA's reply for one sub-window. */
+export interface HeardWindow {
+  /** The global count. */
+  readonly global: number
+  /** A node denied in this sub-window. */
+  readonly denied: boolean
+  /** This node's `x:` field as Redis holds it. */
+  readonly exact: number
+  /** The hash did not exist before this call. */
+  readonly created: boolean
+}
+
+/** SYNC_LUA's reply: the server's time (epoch ms) and each sub-window's part, in the call's order. */
+export function readSync(reply: number[]): { serverTime: number; windows: HeardWindow[] } {
+  const windows: HeardWindow[] = []
+  for (let at = 2; at < reply.length; at += 4) {
+    windows.push({
+      global: reply[at] as number,
+      denied: reply[at + 1] === 1,
+      exact: reply[at + 2] as number,
+      created: reply[at + 3] === 1,
+    })
+  }
+  return { serverTime: (reply[0] as number) * 1000 + Math.floor((reply[1] as number) / 1000), windows }
+}
+
+/** One policy of an exact decision: its sub-window hashes oldest first, the current one last. */
+export interface ExactPolicy {
+  readonly limit: number
+  /** The share of the oldest sub-window still inside (sliding window). */
+  readonly weight: number
+  /** Milliseconds to keep the current hash. */
+  readonly keep: number
+  readonly incarnation: number
+  readonly windows: readonly { readonly redisKey: string; admitted: number; exact: number; refunded: number }[]
+}
+
+/** EXACT_LUA's keys and arguments. */
+export function exactCall(
+  nodeId: string,
+  cost: number,
+  deadline: number,
+  policies: readonly ExactPolicy[],
+): ScriptCall {
+  const keys: string[] = []
+  const args: (string | number)[] = [nodeId, cost, deadline]
+  for (const { limit, weight, keep, incarnation, windows } of policies) {
+    for (const w of windows) keys.push(w.redisKey)
+    args.push(limit, windows.length, weight, keep, incarnation)
+    for (const w of windows) args.push(w.admitted)
+    for (const w of windows) args.push(w.exact)
+    for (const w of windows) args.push(w.refunded)
+  }
+  return { keys, args }
+}
+
+/** EXACT_LUA's reply: undefined when it ran past its deadline; else the decision and each key's global count before it. */
+export function readExact(reply: number[]): { admitted: boolean; globals: number[] } | undefined {
+  if (reply[0] === PAST_DEADLINE) return undefined
+  return { admitted: reply[0] === 1, globals: reply.slice(1) }
+}
+
+/** RESET_LUA's keys and arguments. */
+export function resetCall(nodeId: string, windows: readonly SentWindow[]): ScriptCall {
+  const keys: string[] = []
+  const args: (string | number)[] = [nodeId]
+  for (const w of windows) {
+    keys.push(w.redisKey)
+    args.push(w.incarnation, w.admitted, w.refunded, w.exact, w.keep)
+  }
+  return { keys, args }
+}
+
+/** A script's keys and arguments. */
+export interface ScriptCall {
+  readonly keys: string[]
+  readonly args: (string | number)[]
+}

@@ -5,7 +5,7 @@ import type { PolicyCounters, SubWindow } from './counters.js'
 import type { Entries } from './entries.js'
 import { DISCOVERY_HEARTBEATS, type Fleet } from './fleet.js'
 import { slotOf } from './slot.js'
-import { SYNC_LUA } from './sync-lua.js'
+import { type HeardWindow, readSync, SYNC_LUA, syncCall } from './sync-lua.js'
 import { withTimeout } from './timeout.js'
 
 const SYNC = script(SYNC_LUA)
@@ -310,12 +310,10 @@ export class SyncLoop {
 
   /** One call; on failure what it carried waits for the next sync again. */
   async #send(group: Sent[], now: number): Promise<void> {
-    const keys: string[] = []
-    const args: (string | number)[] = [this.nodeId]
-    for (const sent of group) {
-      keys.push(sent.window.redisKey)
-      args.push(sent.counters.incarnation, sent.admitted, sent.refunded, sent.exact, sent.denied ? '1' : '0', sent.keep)
-    }
+    const { keys, args } = syncCall(
+      this.nodeId,
+      group.map((sent) => ({ ...sent, redisKey: sent.window.redisKey, incarnation: sent.counters.incarnation })),
+    )
     const asked = this.clock.local()
     let reply: number[]
     try {
@@ -324,24 +322,19 @@ export class SyncLoop {
       for (const sent of group) this.touch(sent.counters, sent.counters.usedAt)
       throw error
     }
-    this.clock.measure(asked, this.clock.local(), (reply[0] as number) * 1000 + Math.floor((reply[1] as number) / 1000))
+    const { serverTime, windows } = readSync(reply)
+    this.clock.measure(asked, this.clock.local(), serverTime)
     // Redis lost its keys: hold what is known of the others before this reply's counts replace it.
     const lost = group.some(
       ({ window, counters }, i) =>
-        reply[2 + 4 * i + 3] === 1 && counters.live(window, now) && window.sentAdmitted + window.sentExact > 0,
+        windows[i]?.created === true && counters.live(window, now) && window.sentAdmitted + window.sentExact > 0,
     )
     if (lost) this.#resendAll(now)
     for (const [i, sent] of group.entries()) {
       const { window, counters } = sent
-      const at = 2 + 4 * i
+      const heard = windows[i] as HeardWindow
       window.acknowledge(sent.admitted, sent.refunded, sent.exact, sent.denied)
-      window.heard(
-        reply[at] as number,
-        sent.admitted - sent.refunded + (reply[at + 2] as number),
-        reply[at + 1] === 1,
-        now,
-        this.interval,
-      )
+      window.heard(heard.global, sent.admitted - sent.refunded + heard.exact, heard.denied, now, this.interval)
       counters.heard = true
       if (window.start === counters.currentStart(now) && this.#near(counters, window)) this.#watched.add(counters)
     }
