@@ -13,40 +13,43 @@ const PERIOD_WINDOWS = [23 * HOUR, DAY, 25 * HOUR, 28 * DAY, 29 * DAY, 30 * DAY,
 const isOffsetWindow = (policy: TracePolicy): policy is OffsetWindow => typeof policy === 'object' && 'offset' in policy
 const parsed = (policy: TracePolicy) => traceSet([policy]).policies[0] as Policy
 
-const policyArbitrary: fc.Arbitrary<TracePolicy> = fc
-  .record({
-    algorithm: fc.constantFrom<AlgorithmName>('fixed-window', 'sliding-window', 'sliding-log', 'token-bucket', 'gcra'),
-    limit: fc.integer({ min: 3, max: 20 }),
-    window: fc.constantFrom(...WINDOWS),
-    burstFactor: fc.double({ min: 0.1, max: 2, noNaN: true }),
-    precision: fc.constantFrom(1, 2, 3, 4, 5),
-    delayFactor: fc.option(fc.double({ min: 0, max: 2, noNaN: true }), { nil: undefined }),
-    blockFor: fc.option(fc.constantFrom(1, 50, 999, 5000), { nil: undefined, freq: 3 }),
-    // fixed-window: half the time a window starting at an offset, as a calendar period is resolved.
-    period: fc.option(
-      fc.record({
-        window: fc.constantFrom(...WINDOWS, ...PERIOD_WINDOWS),
-        offset: fc.nat({ max: 31 * DAY - 1 }),
-        named: fc.boolean(),
-      }),
-      { nil: undefined, freq: 2 },
-    ),
-  })
-  .map(({ algorithm, limit, window, burstFactor, precision, delayFactor, blockFor, period }): TracePolicy => {
-    if (algorithm === 'fixed-window' && period !== undefined) {
-      const at: OffsetWindow = { algorithm, limit, window: period.window, offset: period.offset % period.window }
-      const named = period.named ? { ...at, name: `period-${period.window}` } : at
-      return blockFor === undefined ? named : { ...named, blockFor }
-    }
-    const options: PolicyOptions = { algorithm, limit, window }
-    if (blockFor !== undefined) options.blockFor = blockFor
-    if (algorithm === 'gcra' || algorithm === 'token-bucket') {
-      options.burst = Math.max(1, Math.round(limit * burstFactor))
-      if (delayFactor !== undefined) options.maxDelay = Math.round(window * delayFactor)
-    }
-    if (algorithm === 'sliding-window' && window % precision === 0) options.precision = precision
-    return options
-  })
+const ALL: readonly AlgorithmName[] = ['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket', 'gcra']
+
+const policyArbitrary = (algorithms: readonly AlgorithmName[]): fc.Arbitrary<TracePolicy> =>
+  fc
+    .record({
+      algorithm: fc.constantFrom<AlgorithmName>(...algorithms),
+      limit: fc.integer({ min: 3, max: 20 }),
+      window: fc.constantFrom(...WINDOWS),
+      burstFactor: fc.double({ min: 0.1, max: 2, noNaN: true }),
+      precision: fc.constantFrom(1, 2, 3, 4, 5),
+      delayFactor: fc.option(fc.double({ min: 0, max: 2, noNaN: true }), { nil: undefined }),
+      blockFor: fc.option(fc.constantFrom(1, 50, 999, 5000), { nil: undefined, freq: 3 }),
+      // fixed-window: half the time a window starting at an offset, as a calendar period is resolved.
+      period: fc.option(
+        fc.record({
+          window: fc.constantFrom(...WINDOWS, ...PERIOD_WINDOWS),
+          offset: fc.nat({ max: 31 * DAY - 1 }),
+          named: fc.boolean(),
+        }),
+        { nil: undefined, freq: 2 },
+      ),
+    })
+    .map(({ algorithm, limit, window, burstFactor, precision, delayFactor, blockFor, period }): TracePolicy => {
+      if (algorithm === 'fixed-window' && period !== undefined) {
+        const at: OffsetWindow = { algorithm, limit, window: period.window, offset: period.offset % period.window }
+        const named = period.named ? { ...at, name: `period-${period.window}` } : at
+        return blockFor === undefined ? named : { ...named, blockFor }
+      }
+      const options: PolicyOptions = { algorithm, limit, window }
+      if (blockFor !== undefined) options.blockFor = blockFor
+      if (algorithm === 'gcra' || algorithm === 'token-bucket') {
+        options.burst = Math.max(1, Math.round(limit * burstFactor))
+        if (delayFactor !== undefined) options.maxDelay = Math.round(window * delayFactor)
+      }
+      if (algorithm === 'sliding-window' && window % precision === 0) options.precision = precision
+      return options
+    })
 
 /**
  * A step as generated: an advance in ms, or to `by` ms from the next boundary of the set's
@@ -57,64 +60,68 @@ type Advance = number | { readonly of: number; readonly by: -1 | 0 | 1 }
 type Action = TraceStep[1] | { readonly replan: number }
 
 /**
- * Random policy sets (1–3 policies, any algorithm, fixed windows at an offset among them) and
+ * Random policy sets (1–3 policies of `algorithms`, fixed windows at an offset among them) and
  * 1–40 steps of clock moves (to just before, at or after a period's boundary too), costs, peeks,
  * refunds, penalties, blocks and plan changes of named offset windows. Run from `TRACE_START`.
  */
-export const traceArbitrary: fc.Arbitrary<Trace> = fc
-  .uniqueArray(policyArbitrary, {
-    minLength: 1,
-    maxLength: 3,
-    selector: (p) => parsed(p).name,
-  })
-  .chain((limits) => {
-    const maxCost = Math.min(3, ...limits.map((p) => capacityOf(parsed(p))))
-    const longest = Math.max(...limits.map((p) => parsed(p).window))
-    const periods = limits.filter(isOffsetWindow).length
-    const advances: fc.Arbitrary<Advance>[] = [
-      fc.constant(0),
-      fc.integer({ min: 1, max: 5 }),
-      fc.integer({ min: 0, max: longest * 2 }),
-    ]
-    if (periods > 0) {
-      advances.push(fc.record({ of: fc.nat({ max: periods - 1 }), by: fc.constantFrom<-1 | 0 | 1>(-1, 0, 1) }))
-    }
-    const actions: fc.WeightedArbitrary<Action>[] = [
-      { weight: 6, arbitrary: fc.integer({ min: 1, max: maxCost }) },
-      { weight: 1, arbitrary: fc.constant('peek' as const) },
-      { weight: 2, arbitrary: fc.integer({ min: 1, max: maxCost }).map((refund) => ({ refund })) },
-      { weight: 1, arbitrary: fc.integer({ min: 1, max: 12 }).map((penalty) => ({ penalty })) },
-      { weight: 1, arbitrary: fc.integer({ min: 1, max: longest * 2 }).map((block) => ({ block })) },
-      {
-        weight: 2,
-        arbitrary: fc
-          .tuple(fc.integer({ min: 1, max: maxCost }), fc.integer({ min: 0, max: longest * 2 }))
-          .map(([refund, ago]) => ({ refund, ago })),
-      },
-    ]
-    if (limits.some((p) => isOffsetWindow(p) && p.name !== undefined)) {
-      // New limits no lower than the generated ones, so that every cost stays within capacity.
-      actions.push({ weight: 1, arbitrary: fc.integer({ min: 3, max: 40 }).map((replan) => ({ replan })) })
-    }
-    return fc.record({
-      limits: fc.constant(limits),
-      steps: fc.array(fc.tuple(fc.oneof(...advances), fc.oneof(...actions)), { minLength: 1, maxLength: 40 }),
-      start: fc.integer({ min: 0, max: 1_000_000 }),
+export const traceArbitraryOf = (algorithms: readonly AlgorithmName[]): fc.Arbitrary<Trace> =>
+  fc
+    .uniqueArray(policyArbitrary(algorithms), {
+      minLength: 1,
+      maxLength: 3,
+      selector: (p) => parsed(p).name,
     })
-  })
-  .map(({ limits, steps, start }): Trace => {
-    const periods = limits.filter(isOffsetWindow)
-    let now = TRACE_START + start
-    const resolved = steps.map(([advance, action]): TraceStep => {
-      const ms =
-        typeof advance === 'number' ? advance : untilBoundary(now, periods[advance.of] as OffsetWindow, advance.by)
-      now += ms
-      if (typeof action !== 'object' || !('replan' in action)) return [ms, action]
-      const plan = limits.map((p) => (isOffsetWindow(p) && p.name !== undefined ? { ...p, limit: action.replan } : p))
-      return [ms, { plan }]
+    .chain((limits) => {
+      const maxCost = Math.min(3, ...limits.map((p) => capacityOf(parsed(p))))
+      const longest = Math.max(...limits.map((p) => parsed(p).window))
+      const periods = limits.filter(isOffsetWindow).length
+      const advances: fc.Arbitrary<Advance>[] = [
+        fc.constant(0),
+        fc.integer({ min: 1, max: 5 }),
+        fc.integer({ min: 0, max: longest * 2 }),
+      ]
+      if (periods > 0) {
+        advances.push(fc.record({ of: fc.nat({ max: periods - 1 }), by: fc.constantFrom<-1 | 0 | 1>(-1, 0, 1) }))
+      }
+      const actions: fc.WeightedArbitrary<Action>[] = [
+        { weight: 6, arbitrary: fc.integer({ min: 1, max: maxCost }) },
+        { weight: 1, arbitrary: fc.constant('peek' as const) },
+        { weight: 2, arbitrary: fc.integer({ min: 1, max: maxCost }).map((refund) => ({ refund })) },
+        { weight: 1, arbitrary: fc.integer({ min: 1, max: 12 }).map((penalty) => ({ penalty })) },
+        { weight: 1, arbitrary: fc.integer({ min: 1, max: longest * 2 }).map((block) => ({ block })) },
+        {
+          weight: 2,
+          arbitrary: fc
+            .tuple(fc.integer({ min: 1, max: maxCost }), fc.integer({ min: 0, max: longest * 2 }))
+            .map(([refund, ago]) => ({ refund, ago })),
+        },
+      ]
+      if (limits.some((p) => isOffsetWindow(p) && p.name !== undefined)) {
+        // New limits no lower than the generated ones, so that every cost stays within capacity.
+        actions.push({ weight: 1, arbitrary: fc.integer({ min: 3, max: 40 }).map((replan) => ({ replan })) })
+      }
+      return fc.record({
+        limits: fc.constant(limits),
+        steps: fc.array(fc.tuple(fc.oneof(...advances), fc.oneof(...actions)), { minLength: 1, maxLength: 40 }),
+        start: fc.integer({ min: 0, max: 1_000_000 }),
+      })
     })
-    return { name: 'random', limits, steps: [[start, 'peek'], ...resolved] }
-  })
+    .map(({ limits, steps, start }): Trace => {
+      const periods = limits.filter(isOffsetWindow)
+      let now = TRACE_START + start
+      const resolved = steps.map(([advance, action]): TraceStep => {
+        const ms =
+          typeof advance === 'number' ? advance : untilBoundary(now, periods[advance.of] as OffsetWindow, advance.by)
+        now += ms
+        if (typeof action !== 'object' || !('replan' in action)) return [ms, action]
+        const plan = limits.map((p) => (isOffsetWindow(p) && p.name !== undefined ? { ...p, limit: action.replan } : p))
+        return [ms, { plan }]
+      })
+      return { name: 'random', limits, steps: [[start, 'peek'], ...resolved] }
+    })
+
+/** Random traces of sets mixing every algorithm. */
+export const traceArbitrary: fc.Arbitrary<Trace> = traceArbitraryOf(ALL)
 
 /** Milliseconds from `now` to `by` ms from the end of the window of `period` that holds `now`. */
 function untilBoundary(now: number, { window, offset }: OffsetWindow, by: -1 | 0 | 1): number {

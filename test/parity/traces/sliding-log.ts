@@ -1,0 +1,82 @@
+import { refund, type Trace, times } from '../trace.js'
+
+/** The sliding-log traces: one algorithm's rules against the reference (test/parity/sliding-log.test.ts runs them). */
+export const SLIDING_LOG_TRACES: readonly Trace[] = [
+  {
+    name: 'sliding-log with costs and same-millisecond merges',
+    limits: [{ limit: 5, window: 1000, algorithm: 'sliding-log' }],
+    steps: [
+      [0, 2],
+      [0, 1],
+      [100, 1],
+      [0, 'peek'],
+      [0, 2],
+      [50, 1],
+      [850, 1],
+      [0, 2],
+      [100, 3],
+      [0, 'peek'],
+      [2000, 5],
+    ],
+  },
+  {
+    name: 'sliding-log refunds split a same-millisecond entry and skip expired ones',
+    limits: [{ limit: 5, window: 1000, algorithm: 'sliding-log' }],
+    steps: [
+      [0, 2],
+      [0, 2],
+      [500, 1],
+      [0, refund(2)],
+      [0, 3],
+      [600, refund(4)],
+      [0, 'peek'],
+      [0, 5],
+      [1000, refund(5)],
+    ],
+  },
+  {
+    // Logs longer than one read of the Redis log (16 entries): its binary searches, the move of
+    // live entries down once half have left, refunds that rewrite the entries after theirs.
+    name: 'sliding-log, a long log: entries leaving in bulk, deep denials, refunds mid-log',
+    limits: [{ limit: 300, window: 2000, algorithm: 'sliding-log' }],
+    steps: [
+      ...times(300, [3, 1]),
+      [0, 'peek'],
+      [0, 1],
+      [0, { penalty: 40 }],
+      [0, 5],
+      [1, 2],
+      [1200, 1],
+      [0, refund(3, 1500)],
+      [0, refund(2, 1190)],
+      [0, refund(50)],
+      [0, 'peek'],
+      [1000, 'peek'],
+      [0, 2],
+      ...times(900, [5, 1]),
+      [0, refund(1, 7)],
+      [0, refund(400)],
+      [0, 'peek'],
+      ...times(40, [1, 3]),
+      [2001, 'peek'],
+    ],
+  },
+  {
+    name: 'sliding-log, a long log with blockFor: a deep denial blocks, a block and penalty keep the log',
+    limits: [{ limit: 60, window: 1000, algorithm: 'sliding-log', blockFor: 700 }],
+    steps: [
+      ...times(60, [7, 1]),
+      [0, 1],
+      [0, 'peek'],
+      [701, 1],
+      [0, { block: 300 }],
+      [0, { penalty: 25 }],
+      [300, 'peek'],
+      [0, 1],
+      [450, 1],
+      ...times(60, [9, 1]),
+      [0, refund(30)],
+      [1000, 'peek'],
+    ],
+  },
+]
