@@ -9,6 +9,7 @@ import {
 } from '@sluice/core'
 import type { Store } from '@sluice/core/store'
 import { afterEach, describe, expect, it, vi } from 'vitest'
+import { until } from '../support/wait.js'
 import { type App, type AppSpec, type Harness, harnesses, type Reply, type Req } from './harness.js'
 
 /** A whole minute, so window arithmetic below is easy to follow. */
@@ -40,20 +41,12 @@ function deferred() {
   return { promise, resolve }
 }
 
-async function eventually(check: () => Promise<boolean>, timeout = 3000): Promise<void> {
-  const until = Date.now() + timeout
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error('condition not met in time')
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
-}
-
 /** The `r` of the only member of a draft-11 RateLimit header. */
 const remainingOf = (reply: Reply) => Number(/;r=(\d+)/.exec(reply.headers.ratelimit ?? '')?.[1])
 
 /** Waits for a refund, which may land just after the response that caused it. */
 const refunded = (limiter: Limiter, key: string, remaining: number) =>
-  eventually(async () => (await limiter.peek(key)).remaining === remaining)
+  until(async () => (await limiter.peek(key)).remaining === remaining, { timeout: 3000 })
 
 interface Case {
   name: string
@@ -819,7 +812,7 @@ const cases: Case[] = [
         await refunded(limiter, '127.0.0.1', 87)
         // 150 spent on an estimate of 10: charged below zero, so the next request waits.
         expect((await app.get('/dear')).status).toBe(200)
-        await eventually(async () => !(await limiter.peek('127.0.0.1')).allowed)
+        await until(async () => !(await limiter.peek('127.0.0.1')).allowed, { timeout: 3000 })
         const next = await app.get('/cheap')
         expect(next.status).toBe(429)
         expect(app.handled).toBe(3)
@@ -980,7 +973,7 @@ const cases: Case[] = [
         expect(refused.status).toBe(503)
         expect((refused.body as { title: string }).title).toBe('Service Unavailable')
         abort()
-        await eventually(async () => (await app.get('/fast')).status === 200)
+        await until(async () => (await app.get('/fast')).status === 200, { timeout: 3000 })
       })
     },
   },

@@ -8,6 +8,7 @@ import { Redis } from 'ioredis'
 import { bundled } from '../support/bundle.js'
 import { CLIENTS, type ClientKind } from '../support/clients.js'
 import { type RedisServer, startCluster, startRedisServer } from '../support/redis.js'
+import { sleep, until } from '../support/wait.js'
 import type { Sample, WorkerConfig, WorkerReport } from './worker.js'
 
 export const FAULTS = ['kill -9', 'SIGSTOP, SIGCONT', 'CLIENT PAUSE', 'restart empty'] as const
@@ -82,7 +83,6 @@ export interface SuiteResult {
 }
 
 const run = promisify(execFile)
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 const workerPath = () => bundled(fileURLToPath(new URL('./worker.ts', import.meta.url)))
 
 export async function runFaultSuite(options: SuiteOptions): Promise<SuiteResult> {
@@ -118,7 +118,7 @@ export async function runFailover(options: SuiteOptions): Promise<SuiteResult> {
   const cluster = await startCluster(3, 1)
   const nodes = [...cluster.nodes]
   // A replica can only be promoted once it has synced.
-  await until(async () => {
+  await untilCluster(async () => {
     const infos = await Promise.all(
       nodes.map(async (n) => (await run('redis-cli', ['-p', String(n.port), 'info', 'replication'])).stdout),
     )
@@ -137,7 +137,7 @@ export async function runFailover(options: SuiteOptions): Promise<SuiteResult> {
     const survivor = nodes.find((n) => n.port !== victim) as { port: number }
     const start = Date.now()
     process.kill(cluster.servers.find((s) => s.port === victim)?.pid as number, 'SIGKILL')
-    await until(async () => {
+    await untilCluster(async () => {
       const { stdout } = await run('redis-cli', ['-p', String(survivor.port), 'cluster', 'info'])
       const master = await masterOf(survivor.port, 'hot')
       return stdout.includes('cluster_state:ok') && master !== 0 && master !== victim
@@ -174,13 +174,9 @@ async function masterOf(port: number, tag: string): Promise<number> {
   return 0
 }
 
-async function until(check: () => Promise<boolean>, ms: number): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!(await check().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error('the Cluster did not recover in time')
-    await sleep(50)
-  }
-}
+/** Until `check` holds; a check that fails (a Cluster node still down) counts as not yet. */
+const untilCluster = (check: () => Promise<boolean>, timeout: number) =>
+  until(() => check().catch(() => false), { timeout, every: 50 })
 
 /** The app processes, started at construction. */
 class Workers {

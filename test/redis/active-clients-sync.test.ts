@@ -14,6 +14,7 @@ import {
   type RedisServer,
   startRedisServer,
 } from '../support/redis.js'
+import { until } from '../support/wait.js'
 
 const available = await privateRedisAvailable()
 const NODE = fileURLToPath(new URL('./active-clients-node.ts', import.meta.url))
@@ -55,15 +56,6 @@ async function startNode(url: string, name: string): Promise<AppNode> {
   return { send, state: (key) => send<NodeState>({ op: 'state', key }), process: child }
 }
 
-async function until<T>(read: () => Promise<T>, ok: (value: T) => boolean, ms: number): Promise<T> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const value = await read()
-    if (ok(value) || Date.now() > deadline) return value
-    await new Promise((resolve) => setTimeout(resolve, 25))
-  }
-}
-
 const spread = (sizes: number[]) => (Math.max(...sizes) - Math.min(...sizes)) / Math.max(...sizes)
 
 describe.skipIf(!available)('RedisActiveClientsSync across three processes', () => {
@@ -93,11 +85,10 @@ describe.skipIf(!available)('RedisActiveClientsSync across three processes', () 
     // C brings the service past maxActive.
     await c.send({ op: 'add', prefix: 'crowd', count: 150 })
     for (const node of [b, c]) {
-      const state = await until(
-        () => node.state('alice'),
-        (s) => s.has === true && s.size > MAX_ACTIVE,
-        3000,
-      )
+      const state = await until(() => node.state('alice'), {
+        done: (s) => s.has === true && s.size > MAX_ACTIVE,
+        timeout: 3000,
+      })
       expect(state.has).toBe(true)
       expect(Date.now() - started).toBeLessThan(2 * INTERVAL + 200)
       const known = await node.send<{ kind: string; state: { throttling: boolean; known: boolean } }>({
@@ -116,11 +107,10 @@ describe.skipIf(!available)('RedisActiveClientsSync across three processes', () 
       b.send({ op: 'add', prefix: 'b', count: 2000 }),
       c.send({ op: 'add', prefix: 'c', count: 1000 }),
     ])
-    const sizes = await until(
-      async () => (await Promise.all(nodes.map((n) => n.state()))).map((s) => s.size),
-      (all) => all.every((size) => size > 6000) && spread(all) < 0.02,
-      4 * INTERVAL,
-    )
+    const sizes = await until(async () => (await Promise.all(nodes.map((n) => n.state()))).map((s) => s.size), {
+      done: (all) => all.every((size) => size > 6000) && spread(all) < 0.02,
+      timeout: 4 * INTERVAL,
+    })
     expect(spread(sizes)).toBeLessThan(0.02)
     expect(Math.abs(sizes[0]! - 6152) / 6152).toBeLessThan(0.05)
   })
@@ -160,11 +150,10 @@ describe.skipIf(!available)('RedisActiveClientsSync across three processes', () 
     admin.disconnect()
     admin = new Redis(server.url)
     admin.on('error', () => {})
-    const states = await until(
-      async () => Promise.all(nodes.map((n) => n.state('outage-alice-0'))),
-      (all) => all.every((s) => s.has) && spread(all.map((s) => s.size)) < 0.02,
-      10_000,
-    )
+    const states = await until(async () => Promise.all(nodes.map((n) => n.state('outage-alice-0'))), {
+      done: (all) => all.every((s) => s.has) && spread(all.map((s) => s.size)) < 0.02,
+      timeout: 10_000,
+    })
     expect(states.map((s) => s.has)).toEqual([true, true, true])
     expect(spread(states.map((s) => s.size))).toBeLessThan(0.02)
     for (const state of states) expect(state.stats.errors).toBeGreaterThan(0)

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { CLIENTS, type Settings, type TestClient } from '../support/clients.js'
 import { privateRedisAvailable, type RedisServer, startRedisServer } from '../support/redis.js'
 import { unhandledRejections } from '../support/unhandled.js'
+import { until } from '../support/wait.js'
 
 const TIMEOUT = 150
 /** Scheduling slack on a busy 2-core machine; a hang would be seconds. */
@@ -14,14 +15,6 @@ async function timed(decide: () => Promise<Decision>): Promise<Decision & { took
   const start = performance.now()
   const decision = await decide()
   return { ...decision, took: performance.now() - start }
-}
-
-async function until(check: () => Promise<boolean>, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time')
-    await new Promise((r) => setTimeout(r, 50))
-  }
 }
 
 const privateRedis = await privateRedisAvailable()

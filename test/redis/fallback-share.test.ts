@@ -8,19 +8,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { CLIENTS, type TestClient } from '../support/clients.js'
 import { privateRedisAvailable, type RedisServer, startRedisServer } from '../support/redis.js'
 import { unhandledRejections } from '../support/unhandled.js'
+import { until } from '../support/wait.js'
 
 const PROCESSES = 4
 const LIMIT = 40
 const privateRedis = await privateRedisAvailable()
 const ioredis = CLIENTS.find((kind) => kind.name === 'ioredis')
-
-async function until(check: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time')
-    await new Promise((r) => setTimeout(r, 25))
-  }
-}
 
 describe.skipIf(!privateRedis || !ioredis)('a fallback that shares, while Redis is stalled', () => {
   const { seen: unhandled, watch, unwatch } = unhandledRejections()
@@ -94,7 +87,7 @@ describe.skipIf(!privateRedis || !ioredis)('a fallback that shares, while Redis 
     expect(during.fallback).toBe(LIMIT)
 
     // Back: the one probe a second (the default cooldown) finds Redis, and decisions come from it.
-    await until(async () => (await limiters[0]?.consume('after'))?.source === 'store', 5000)
+    await until(async () => (await limiters[0]?.consume('after'))?.source === 'store', { timeout: 5000 })
   })
 
   it('FleetSize counts the processes beating into one set, and one that closes is gone at the next beat', async () => {

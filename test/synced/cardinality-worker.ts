@@ -14,6 +14,7 @@ import { parsePolicies } from '@sluice/core'
 import type { Outcome, Store } from '@sluice/core/store'
 import { RedisStore, SyncedStore } from '@sluice/redis'
 import { Redis } from 'ioredis'
+import { sleep } from '../support/wait.js'
 
 export interface CardinalityPlan {
   url: string
@@ -35,7 +36,6 @@ const store: Store & { flush?: () => Promise<void>; close?: () => Promise<void> 
     ? new SyncedStore({ client, prefix: plan.prefix, interval: plan.interval })
     : new RedisStore({ client, prefix: plan.prefix })
 const set = parsePolicies({ limit: plan.limit, window: plan.window, algorithm: plan.algorithm ?? 'sliding-window' })
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const cpuMs = (since: NodeJS.CpuUsage) => {
   const used = process.cpuUsage(since)
   return (used.user + used.system) / 1000

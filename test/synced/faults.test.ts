@@ -14,11 +14,11 @@ import {
   startRedisServer,
 } from '../support/redis.js'
 import { unhandledRejections } from '../support/unhandled.js'
+import { sleep } from '../support/wait.js'
 import { countsInRedis, runFleet, startWorker } from './fleet.js'
 import type { WorkerPlan } from './plan.js'
 
 const available = await privateRedisAvailable()
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 describe.skipIf(!available)('SyncedStore on a private Redis: command counts, crashes, restarts', () => {
   let server: RedisServer

@@ -1,14 +1,14 @@
 import { createLimiter, type PolicySet, parsePolicies } from '@sluice/core'
 import { isThenable } from '@sluice/core/adapter'
 import type { Outcome } from '@sluice/core/store'
-import { RedisStore, SyncedStore } from '@sluice/redis'
+import { SyncedStore } from '@sluice/redis'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { findRedis, type RedisServer, uniquePrefix } from '../support/redis.js'
+import { allowed, left, syncedFleet } from '../support/synced.js'
 import { unhandledRejections } from '../support/unhandled.js'
 
 const redis = await findRedis()
-const allowed = (outcomes: readonly Outcome[]) => outcomes.every((o) => o.allowed)
 const ALGORITHMS = ['token-bucket', 'gcra'] as const
 const T = 1_700_000_000_000
 
@@ -34,15 +34,8 @@ describe.skipIf(!redis)('SyncedStore leasing a named bucket across a plan change
     await server?.stop()
   })
 
-  const stores = (now: () => number, count = 1, lease = true) => {
-    const prefix = uniquePrefix('lease-plan')
-    const nodes = Array.from(
-      { length: count },
-      (_, i) => new SyncedStore({ client, prefix, nodeId: `n${i}`, interval: '1m', now, lease }),
-    )
-    return { nodes, exact: new RedisStore({ client, prefix, now, deniedCache: false }) }
-  }
-  const left = async (exact: RedisStore, key: string, set: PolicySet) => (await exact.peek(key, set))[0]?.remaining
+  const stores = (now: () => number, count = 1, lease = true) =>
+    syncedFleet(client, { name: 'lease-plan', count, now, lease })
 
   for (const algorithm of ALGORITHMS) {
     it(`${algorithm}: a state a grant wrote keeps its burst or limit, so RedisStore converts it under another plan`, async () => {

@@ -1,14 +1,14 @@
-import { ConfigError, type PolicySet, parsePolicies } from '@sluice/core'
+import { ConfigError, parsePolicies } from '@sluice/core'
 import { isThenable } from '@sluice/core/adapter'
 import type { Outcome } from '@sluice/core/store'
 import { RedisStore, SyncedStore } from '@sluice/redis'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { findRedis, privateRedisAvailable, type RedisServer, startRedisServer, uniquePrefix } from '../support/redis.js'
+import { allowed, left, syncedFleet } from '../support/synced.js'
 import { unhandledRejections } from '../support/unhandled.js'
 
 const redis = await findRedis()
-const allowed = (outcomes: readonly Outcome[]) => outcomes.every((o) => o.allowed)
 const ALGORITHMS = ['token-bucket', 'gcra'] as const
 
 /**
@@ -31,15 +31,7 @@ describe.skipIf(!redis)('SyncedStore leasing token bucket and GCRA', () => {
 
   const T = 1_700_000_000_000
   const now = () => T
-  const fleet = (count: number) => {
-    const prefix = uniquePrefix('lease')
-    const nodes = Array.from(
-      { length: count },
-      (_, i) => new SyncedStore({ client, prefix, nodeId: `n${i}`, interval: '1m', now }),
-    )
-    return { nodes, exact: new RedisStore({ client, prefix, now, deniedCache: false }) }
-  }
-  const left = async (exact: RedisStore, key: string, set: PolicySet) => (await exact.peek(key, set))[0]?.remaining
+  const fleet = (count: number) => syncedFleet(client, { name: 'lease', count, now })
 
   for (const algorithm of ALGORITHMS) {
     it(`${algorithm}: a grant comes out of RedisStore's state, is spent in the same tick, the unused part goes back`, async () => {

@@ -9,6 +9,7 @@ import { countedTraceArbitrary } from '../parity/random.js'
 import { TRACE_START, type Trace, traces } from '../parity/traces.js'
 import { CLIENTS, type TestClient } from '../support/clients.js'
 import { findRedis, uniquePrefix } from '../support/redis.js'
+import { allowed } from '../support/synced.js'
 
 const redis = await findRedis()
 
@@ -25,8 +26,6 @@ function counted(trace: Trace): boolean {
   const steps = trace.steps.every(([, a]) => typeof a !== 'object' || !('penalty' in a || 'block' in a))
   return steps && policies.every((p) => (COUNTED as readonly string[]).includes(p.algorithm) && p.blockFor === 0)
 }
-
-const allowed = (outcomes: readonly Outcome[]) => outcomes.every((o) => o.allowed)
 
 describe.skipIf(redis === undefined).each(CLIENTS)(
   'SyncedStore: plan changes and calendar periods on $name',

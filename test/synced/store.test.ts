@@ -6,10 +6,10 @@ import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { CLIENTS, type TestClient } from '../support/clients.js'
 import { findRedis, freePort, type RedisServer, uniquePrefix } from '../support/redis.js'
+import { allowed } from '../support/synced.js'
 import { unhandledRejections } from '../support/unhandled.js'
 
 const redis = await findRedis()
-const allowed = (outcomes: readonly Outcome[]) => outcomes.every((o) => o.allowed)
 
 afterAll(async () => {
   await redis?.stop()
