@@ -86,12 +86,7 @@ describe.skipIf(!redis).each(CLIENTS)('SyncedStore on one Redis (stores as nodes
     const ttl = await client.pttl(keys[0] as string)
     expect(ttl).toBeGreaterThan(0) // the write that made the hash gave it its expiry: the window's end and a margin
     // A lost reply: the same totals arrive again from a retry, by hand.
-    const sha = (await client.script(
-      'LOAD',
-      (
-        await import('../../packages/redis/src/synced/sync-lua.js')
-      ).SYNC_LUA,
-    )) as string
+    const sha = (await client.script('LOAD', (await import('../../packages/redis/src/lua/sync.js')).SYNC_LUA)) as string
     const reply = (await client.evalsha(sha, 1, keys[0] as string, 'n0', 0, 7, 0, 0, '0', 5000)) as number[]
     expect(reply[2]).toBe(7)
     await a.close()

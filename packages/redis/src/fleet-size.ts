@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import { ConfigError } from '@sluice/core'
 import { type RedisClient, run, type ScriptClient, script, scriptClient } from './client.js'
-import { HEARTBEAT_LUA, heartbeatKeys, NODE_TTL_MS } from './synced/heartbeat.js'
+import { HEARTBEAT_LUA } from './lua/heartbeat.js'
+import { heartbeatKeys, NODE_TTL_MS } from './synced/heartbeat.js'
 
 const HEARTBEAT = script(HEARTBEAT_LUA)
 const BEAT_EVERY_MS = 1000

@@ -1,8 +1,8 @@
 import { type ActiveClients, ConfigError, type Observe, type ObserveEvent, type SyncEvent } from '@sluice/core'
 import { type ActiveClientsSync, assertKnownOptions, containObserve, toMilliseconds } from '@sluice/core/store'
 import { type RedisClient, run, type ScriptClient, script, scriptClient } from '../client.js'
+import { ACTIVE_CLIENTS_SYNC_LUA } from '../lua/active-clients.js'
 import { assertPrefix } from '../options.js'
-import { ACTIVE_CLIENTS_SYNC_LUA } from './lua.js'
 
 /** Every option `RedisActiveClientsSync` takes; any other name is a ConfigError with a hint. */
 export const ACTIVE_CLIENTS_SYNC_OPTION_NAMES: readonly string[] = [

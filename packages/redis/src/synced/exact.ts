@@ -1,10 +1,10 @@
 import type { Policy, PolicySet } from '@sluice/core'
 import { evaluate, type Outcome } from '@sluice/core/store'
 import { run, type ScriptClient, script } from '../client.js'
+import { EXACT_LUA, type ExactPolicy, exactCall, readExact, TAKE_BACK_LUA } from '../lua/sync.js'
 import type { SyncClock } from './clock.js'
 import type { SubWindow } from './counters.js'
 import { type Entry, markDenied, statesOf } from './entries.js'
-import { EXACT_LUA, type ExactPolicy, exactCall, readExact, TAKE_BACK_LUA } from './sync-lua.js'
 import { withTimeout } from './timeout.js'
 
 const EXACT = script(EXACT_LUA)

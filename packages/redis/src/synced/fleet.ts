@@ -1,6 +1,7 @@
 import { run, type ScriptClient, script } from '../client.js'
+import { HEARTBEAT_LUA } from '../lua/heartbeat.js'
 import type { SyncClock } from './clock.js'
-import { HEARTBEAT_LUA, heartbeatKeys, NODE_TTL_MS } from './heartbeat.js'
+import { heartbeatKeys, NODE_TTL_MS } from './heartbeat.js'
 import { withTimeout } from './timeout.js'
 
 const HEARTBEAT = script(HEARTBEAT_LUA)

@@ -2,10 +2,10 @@ import type { PolicySet } from '@sluice/core'
 import type { Outcome } from '@sluice/core/store'
 import { run, type ScriptClient, script } from '../client.js'
 import { hashTag } from '../keys.js'
+import { LEASE_LUA } from '../lua/lease.js'
 import { LEASE_FIELDS, LEASE_POLICY_BYTES, writePolicy } from '../lua/protocol.js'
 import type { RedisStore } from '../store.js'
 import { grantTarget, IDLE_SYNCS, Lease, leasable, maxGrant } from './lease.js'
-import { LEASE_LUA } from './lease-lua.js'
 import { slotOf } from './slot.js'
 
 const LEASE = script(LEASE_LUA)

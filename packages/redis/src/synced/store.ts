@@ -2,6 +2,7 @@ import { type AlgorithmName, MemoryStore, type Policy, type PolicySet, StoreFull
 import { containObserve, evaluate, type Outcome, peekOutcome, type Store } from '@sluice/core/store'
 import { run, type ScriptClient, script, scriptClient } from '../client.js'
 import { hashTag } from '../keys.js'
+import { RESET_LUA, resetCall, type SentWindow } from '../lua/sync.js'
 import { RedisStore } from '../store.js'
 import { BUCKETS, BucketPath } from './buckets.js'
 import { SyncClock } from './clock.js'
@@ -12,7 +13,6 @@ import { Fleet } from './fleet.js'
 import { resolveOptions, type SyncedStoreOptions } from './options.js'
 import { Shares } from './shares.js'
 import { SYNC_TIMEOUT_MS, SyncLoop } from './sync.js'
-import { RESET_LUA, resetCall, type SentWindow } from './sync-lua.js'
 
 export type { SyncedStoreOptions } from './options.js'
 

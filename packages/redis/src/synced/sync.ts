@@ -1,11 +1,11 @@
 import type { ObserveEvent, SyncEvent } from '@sluice/core'
 import { run, type ScriptClient, script } from '../client.js'
+import { type HeardWindow, readSync, SYNC_LUA, syncCall } from '../lua/sync.js'
 import type { SyncClock } from './clock.js'
 import type { PolicyCounters, SubWindow } from './counters.js'
 import type { Entries } from './entries.js'
 import { DISCOVERY_HEARTBEATS, type Fleet } from './fleet.js'
 import { slotOf } from './slot.js'
-import { type HeardWindow, readSync, SYNC_LUA, syncCall } from './sync-lua.js'
 import { withTimeout } from './timeout.js'
 
 const SYNC = script(SYNC_LUA)

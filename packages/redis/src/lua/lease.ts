@@ -1,6 +1,6 @@
-import { GCRA } from '../lua/algorithms/gcra.js'
-import { TOKEN_BUCKET } from '../lua/algorithms/token-bucket.js'
-import { CEIL_MS_LUA, LEASE_FIELDS, LEASE_POLICY_BYTES, nowFromArgv, policyLua } from '../lua/protocol.js'
+import { GCRA } from './algorithms/gcra.js'
+import { TOKEN_BUCKET } from './algorithms/token-bucket.js'
+import { CEIL_MS_LUA, LEASE_FIELDS, LEASE_POLICY_BYTES, nowFromArgv, policyLua } from './protocol.js'
 
 /**
  * The lease script: for many token-bucket or GCRA states at once, takes a grant of units out of
