@@ -20,11 +20,13 @@
  *   pnpm bench:redis-script [--table article|batches] [--rounds 5] [--decisions 16000] [--baseline 7e73d0a]
  */
 import { execFileSync } from 'node:child_process'
-import { MAX_PRECISION, type PolicyInput, parsePolicies } from '@sluice/core'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import { type PolicyInput, parsePolicies } from '@sluice/core'
 import { RedisStore } from '@sluice/redis'
 import { Redis } from 'ioredis'
 import { RateLimiterRedis } from 'rate-limiter-flexible'
-import { SLIDING_LOG } from '../packages/redis/src/lua/algorithms/sliding-log.js'
 import { DECIDE_LUA } from '../packages/redis/src/lua/decide.js'
 import { parseCommandStats, startRedisServer } from '../test/support/redis.js'
 
@@ -50,37 +52,40 @@ const SETS: Record<string, PolicyInput[]> = {
 }
 
 /**
- * The script as the given revision's decide.ts held it (a template literal), with the values it
- * interpolates: the struct format of doubles, and the sliding log's functions as this tree has them.
+ * The decision script as the given revision builds it: its packages/redis/src, unpacked beside
+ * this tree's (so that its imports of @sluice/core resolve), imported, then removed.
  */
-function scriptAt(revision: string): string {
-  const interpolated = (name: string) => `$${'{'}${name}}`
-  const source = execFileSync('git', ['show', `${revision}:packages/redis/src/lua/decide.ts`], { encoding: 'utf8' })
-  const body = /export const DECIDE_LUA = `([\s\S]*)`\s*$/.exec(source)?.[1]
-  if (body === undefined) throw new Error(`no DECIDE_LUA in ${revision}`)
-  return body
-    .replace(/\\`/g, '`')
-    .replaceAll(interpolated('DOUBLES'), `<${'d'.repeat(MAX_PRECISION + 2)}`)
-    .replaceAll(interpolated('SLIDING_LOG_LUA'), SLIDING_LOG.functions)
+async function scriptAt(revision: string): Promise<string> {
+  const redisPackage = fileURLToPath(new URL('../packages/redis/', import.meta.url))
+  const dir = mkdtempSync(join(redisPackage, '.baseline-'))
+  try {
+    execFileSync('sh', ['-c', `git archive ${revision} packages/redis/src | tar -x -C '${dir}'`])
+    const module = (await import(pathToFileURL(join(dir, 'packages/redis/src/lua/decide.ts')).href)) as {
+      DECIDE_LUA: string
+    }
+    return module.DECIDE_LUA
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
 }
 
 /**
- * The script's policy argument, as the store builds it: seven doubles per policy since blockFor
- * (issue 13), six for a script from before (`doubles`).
+ * The script's policy argument, as the store builds it: eight doubles per policy since calendar
+ * offsets, seven since blockFor (issue 13), six for a script from before (`doubles`).
  */
 function policyArgument(limits: PolicyInput[], doubles: number): { blob: Buffer; ids: string[] } {
   const { policies } = parsePolicies(limits)
   const blob = Buffer.alloc(8 * doubles * policies.length)
   let at = 0
   for (const p of policies) {
-    const values = [CODES[p.algorithm], p.limit, p.window, p.burst, p.precision, p.maxDelay, p.blockFor]
+    const values = [CODES[p.algorithm], p.limit, p.window, p.burst, p.precision, p.maxDelay, p.blockFor, p.offset]
     for (const value of values.slice(0, doubles)) at = blob.writeDoubleLE(value, at)
   }
   return { blob, ids: policies.map((p) => p.id) }
 }
 
-/** How many doubles per policy a script reads: 7 since blockFor (policy i at byte 56 i - 55). */
-const doublesOf = (source: string) => (source.includes('56 * i - 55') ? 7 : 6)
+/** How many doubles per policy a script reads: 8 since calendar offsets, 7 since blockFor, else 6. */
+const doublesOf = (source: string) => (source.includes('64 * i - 63') ? 8 : source.includes('56 * i - 55') ? 7 : 6)
 
 interface EvalshaBuffer {
   evalshaBuffer(sha: string, numkeys: number, ...args: (string | Buffer)[]): Promise<Buffer>
@@ -127,7 +132,7 @@ async function batchesTable(): Promise<void> {
   const variants: { name: string; sha: string; doubles: number; batch: number }[] = []
   const current = (await client.script('LOAD', DECIDE_LUA)) as string
   if (BASELINE !== undefined) {
-    const source = scriptAt(BASELINE)
+    const source = await scriptAt(BASELINE)
     const sha = (await client.script('LOAD', source)) as string
     variants.push({ name: `${BASELINE}, 1 per call`, sha, doubles: doublesOf(source), batch: 1 })
   }
