@@ -15,18 +15,16 @@ import { CEIL_MS_LUA, LEASE_FIELDS, LEASE_POLICY_BYTES, nowFromArgv, policyLua }
  *       per operation: units wanted (> 0) or given back (< 0), [3] optional: now in epoch ms (tests).
  * Reply: little-endian doubles: now, then per operation the units granted and the state after
  *        it read against the operation's policy (token bucket: tokens and now; GCRA: tat and 0).
- * Grants: read the state as DECIDE_LUA does (storedTokens, storedBacklog: a state written under another burst or
- *         limit of a named policy keeps its units used) and write its layout (tokens, updated,
- *         burst, limit; tat, limit), so the next decision under any plan converts it. At most what is
- *         left; once under 10 % of the burst is left, at most half of that (seed 001 §4.4 (5)), so
- *         the last units go out in ever smaller grants and then none: the node decides the key per
- *         request.
- * Give-backs: the units go back in the state's own terms (the burst and rate or the limit it was
- *         written at, no refill, `updated` kept), so a grant taken under one plan and given back after a
- *         change to another undoes exactly its units: refilling to now at the old plan's rate
- *         would credit the time since the last write at the wrong rate. Never above a full bucket
- *         or before now (as refundTokenBucket, refundGcra), SET ... KEEPTTL (the time to full only
- *         shrinks), a missing (full) state stays missing.
+ * Grants: read the state as DECIDE_LUA does (a state written under another plan of a named
+ *         policy keeps its units used) and write it as DECIDE_LUA does, so the next decision
+ *         under any plan converts it. At most what is left; once under 10 % of the burst is
+ *         left, at most half of that (seed 001 §4.4 (5)), so the last units go out in ever
+ *         smaller grants and then none: the node decides the key per request.
+ * Give-backs: the units go back in the state's own terms (the plan it was written under, no
+ *         refill), so a grant taken under one plan and given back after a change to another
+ *         undoes exactly its units. Never above a full bucket or before now, SET ... KEEPTTL (the
+ *         time to full only shrinks), a missing (full) state stays missing. How each bucket does
+ *         both: its module.
  */
 export const LEASE_LUA = `
 local policies, amounts = ARGV[1], ARGV[2]

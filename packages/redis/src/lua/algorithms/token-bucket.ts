@@ -71,7 +71,8 @@ local function tokensNow(state, limit, window, burst)
 end
 `,
   // A give-back goes back in the state's own terms (its burst and rate, no refill, `updated`
-  // kept); a grant is units taken as if admitted, the bucket then written as the decision does.
+  // kept): refilling to now at an old plan's rate would credit the time since the last write at
+  // the wrong rate. A grant is units taken as if admitted, written as the decision does.
   lease: `
     if amount < 0 then
       if state then
