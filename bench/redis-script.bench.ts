@@ -52,12 +52,13 @@ const SETS: Record<string, PolicyInput[]> = {
 }
 
 /**
- * The decision script as the given revision builds it: its packages/redis/src, unpacked beside
- * this tree's (so that its imports of @sluice/core resolve), imported, then removed.
+ * The decision script as the given revision builds it: its packages/redis/src, unpacked under
+ * this tree's packages/redis/node_modules (so that its imports of @sluice/core resolve, and no
+ * tool reads it), imported, then removed.
  */
 async function scriptAt(revision: string): Promise<string> {
-  const redisPackage = fileURLToPath(new URL('../packages/redis/', import.meta.url))
-  const dir = mkdtempSync(join(redisPackage, '.baseline-'))
+  const modules = fileURLToPath(new URL('../packages/redis/node_modules/', import.meta.url))
+  const dir = mkdtempSync(join(modules, '.baseline-'))
   try {
     execFileSync('sh', ['-c', `git archive ${revision} packages/redis/src | tar -x -C '${dir}'`])
     const module = (await import(pathToFileURL(join(dir, 'packages/redis/src/lua/decide.ts')).href)) as {
