@@ -1,32 +1,22 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { ALGORITHMS, type AlgorithmName, type Policy, parsePolicy } from '../policy.js'
+import { ALGORITHMS, type Policy, parsePolicy } from '../policy.js'
 import { maxAdmittedInWindow, slidingWindowBoundFor } from './bounds.js'
 import { type AlgorithmState, step } from './index.js'
+import { type PolicyRanges, policyArb } from './policies.test-util.js'
 
 interface Request {
   at: number
   cost: number
 }
 
-const policyArb = (algorithm: AlgorithmName) =>
-  fc
-    .record({
-      limit: fc.integer({ min: 1, max: 30 }),
-      window: fc.constantFrom(20, 100, 250, 1000, 1500, 60_000),
-      burst: fc.integer({ min: 1, max: 30 }),
-      precision: fc.constantFrom(1, 2, 5, 10),
-      maxDelay: fc.constantFrom(0, 0, 37, 400),
-    })
-    .map(({ limit, window, burst, precision, maxDelay }) =>
-      parsePolicy({
-        limit,
-        window,
-        algorithm,
-        ...(algorithm === 'gcra' || algorithm === 'token-bucket' ? { burst, maxDelay } : {}),
-        ...(algorithm === 'sliding-window' ? { precision } : {}),
-      }),
-    )
+const RANGES: PolicyRanges = {
+  limit: [1, 30],
+  windows: [20, 100, 250, 1000, 1500, 60_000],
+  burst: [1, 30],
+  precisions: [1, 2, 5, 10],
+  maxDelays: [0, 0, 37, 400],
+}
 
 /** Gaps short against the window, and bursts at one instant, so that windows fill up. */
 const streamArb = fc.array(
@@ -78,7 +68,7 @@ describe('most admitted in any window of length W (maxAdmittedInWindow)', () => 
   for (const algorithm of ALGORITHMS) {
     it(`${algorithm}: no request stream gets past the bound`, () => {
       fc.assert(
-        fc.property(policyArb(algorithm), streamArb, (policy, raw) => {
+        fc.property(policyArb(algorithm, RANGES), streamArb, (policy, raw) => {
           const admissions = admitted(policy, streamOf(raw, policy))
           expect(maxInWindow(admissions, policy.window)).toBeLessThanOrEqual(maxAdmittedInWindow(policy))
         }),
@@ -89,7 +79,7 @@ describe('most admitted in any window of length W (maxAdmittedInWindow)', () => 
 
   it('sliding-window: no more than limit plus the busiest sub-window’s count × (s − 2)/s', () => {
     fc.assert(
-      fc.property(policyArb('sliding-window'), streamArb, (policy, raw) => {
+      fc.property(policyArb('sliding-window', RANGES), streamArb, (policy, raw) => {
         const admissions = admitted(policy, streamOf(raw, policy))
         const size = policy.window / policy.precision
         const perSubWindow = new Map<number, number>()
@@ -136,7 +126,7 @@ describe('most admitted in any window of length W (maxAdmittedInWindow)', () => 
   for (const algorithm of ALGORITHMS) {
     it(`${algorithm}: some request stream reaches the bound exactly`, () => {
       fc.assert(
-        fc.property(policyArb(algorithm), (policy) => {
+        fc.property(policyArb(algorithm, RANGES), (policy) => {
           // On a whole-ms clock the bound is reached only while no refill is lost between two
           // ticks: a GCRA schedule that empties restarts at the later tick, and a bucket that would
           // pass its burst before the next tick is capped (8 per 20 ms with burst 1 refills 1.2 by

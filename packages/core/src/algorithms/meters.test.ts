@@ -2,28 +2,16 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { ALGORITHMS, type AlgorithmName, type Policy, parsePolicy } from '../policy.js'
 import { type AlgorithmState, type Kept, meters, step } from './index.js'
+import { type PolicyRanges, policyArb } from './policies.test-util.js'
 
-const policyArb = (algorithm: AlgorithmName) =>
-  fc
-    .record({
-      limit: fc.integer({ min: 1, max: 40 }),
-      window: fc.constantFrom(100, 250, 1000, 1500),
-      burst: fc.integer({ min: 1, max: 20 }),
-      precision: fc.constantFrom(1, 2, 5, 10),
-      maxDelay: fc.constantFrom(0, 100, 700),
-      offset: fc.nat({ max: 1499 }),
-    })
-    .map(({ limit, window, burst, precision, maxDelay, offset }): Policy => {
-      const policy = parsePolicy({
-        limit,
-        window,
-        algorithm,
-        ...(algorithm === 'gcra' || algorithm === 'token-bucket' ? { burst, maxDelay } : {}),
-        ...(algorithm === 'sliding-window' ? { precision } : {}),
-      })
-      // A fixed window starting at an offset, as a calendar period is resolved (calendar-set.ts).
-      return algorithm === 'fixed-window' ? { ...policy, offset: offset % window } : policy
-    })
+const RANGES: PolicyRanges = {
+  limit: [1, 40],
+  windows: [100, 250, 1000, 1500],
+  burst: [1, 20],
+  precisions: [1, 2, 5, 10],
+  maxDelays: [0, 100, 700],
+  offsets: true,
+}
 
 /** Steps of clock moves (some backwards, as NTP may) and costs; cost 0 is a report. */
 const stepsArb = fc.array(
@@ -50,7 +38,7 @@ describe('meters decide as the transitions do', () => {
   for (const algorithm of ALGORITHMS) {
     it(`${algorithm}: same outcomes and states over random steps`, () => {
       fc.assert(
-        fc.property(policyArb(algorithm), stepsArb, (policy, steps) => {
+        fc.property(policyArb(algorithm, RANGES), stepsArb, (policy, steps) => {
           let now = 1_000_000
           let state: AlgorithmState | undefined
           let kept: Kept | undefined
@@ -74,7 +62,7 @@ describe('meters decide as the transitions do', () => {
   for (const algorithm of ALGORITHMS) {
     it(`${algorithm}: a spare (an expired or reset state) is rewritten as a new state would be`, () => {
       fc.assert(
-        fc.property(policyArb(algorithm), stepsArb, fc.integer({ min: 1, max: 4 }), (policy, steps, cost) => {
+        fc.property(policyArb(algorithm, RANGES), stepsArb, fc.integer({ min: 1, max: 4 }), (policy, steps, cost) => {
           const meter = meters[algorithm]
           let now = 1_000_000
           let spare: Kept | undefined
@@ -103,7 +91,7 @@ describe('meters decide as the transitions do', () => {
     const sparseCount = fc.oneof(fc.constant(0), fc.constant(0), fc.integer({ min: 1, max: 9 }))
     fc.assert(
       fc.property(
-        policyArb('sliding-window'),
+        policyArb('sliding-window', RANGES),
         fc.array(sparseCount, { minLength: 61, maxLength: 61 }),
         fc.integer({ min: 0, max: 1500 }),
         fc.integer({ min: 0, max: 4 }),
@@ -132,7 +120,7 @@ describe('meters decide as the transitions do', () => {
     )
     fc.assert(
       fc.property(
-        policyArb('sliding-log'),
+        policyArb('sliding-log', RANGES),
         logArb,
         fc.integer({ min: 0, max: 1600 }),
         fc.integer({ min: 0, max: 4 }),

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { ALGORITHMS, type AlgorithmName, capacityOf, type Policy, parsePolicies, parsePolicy } from '../policy.js'
 import { evaluate } from '../stores/store.js'
 import { type AlgorithmState, peekOutcome, refund, step } from './index.js'
+import { type PolicyRanges, policyArb } from './policies.test-util.js'
 
 interface Admission {
   at: number
@@ -18,25 +19,10 @@ const requestsArb = fc.array(
   },
 )
 
-const policyArb = (algorithm: AlgorithmName, shaping = false) =>
-  fc
-    .record({
-      limit: fc.integer({ min: 3, max: 20 }),
-      window: fc.constantFrom(100, 250, 1000, 1500),
-      burst: fc.integer({ min: 3, max: 20 }),
-      precision: fc.constantFrom(1, 2, 5),
-      maxDelay: fc.constantFrom(0, 100, 700),
-    })
-    .map(({ limit, window, burst, precision, maxDelay }) =>
-      parsePolicy({
-        limit,
-        window,
-        algorithm,
-        ...(algorithm === 'gcra' || algorithm === 'token-bucket' ? { burst } : {}),
-        ...(algorithm === 'sliding-window' ? { precision } : {}),
-        ...(shaping ? { maxDelay } : {}),
-      }),
-    )
+const RANGES: PolicyRanges = { limit: [3, 20], windows: [100, 250, 1000, 1500], burst: [3, 20], precisions: [1, 2, 5] }
+/** With `shaping`, the buckets take a maxDelay too. */
+const shapedArb = (algorithm: AlgorithmName, shaping = false) =>
+  policyArb(algorithm, shaping ? { ...RANGES, maxDelays: [0, 100, 700] } : RANGES)
 
 /** Feeds a stream of requests through one policy, keeping state only for admitted requests. */
 function simulate(policy: Policy, requests: { gap: number; cost: number }[]) {
@@ -84,7 +70,7 @@ const cheap = (requests: { gap: number; cost: number }[], policy: Policy) =>
 describe('invariants over random request streams', () => {
   it('sliding-log never admits more than limit in any window of length W', () => {
     fc.assert(
-      fc.property(policyArb('sliding-log'), requestsArb, (policy, raw) => {
+      fc.property(shapedArb('sliding-log'), requestsArb, (policy, raw) => {
         const { admissions } = simulate(policy, cheap(raw, policy))
         const points = admissions.map((a) => ({ time: a.at, cost: a.cost }))
         expect(maxInSpan(points, policy.window, true)).toBeLessThanOrEqual(policy.limit)
@@ -95,7 +81,7 @@ describe('invariants over random request streams', () => {
 
   it('fixed-window never admits more than limit per aligned window', () => {
     fc.assert(
-      fc.property(policyArb('fixed-window'), requestsArb, (policy, raw) => {
+      fc.property(shapedArb('fixed-window'), requestsArb, (policy, raw) => {
         const perWindow = new Map<number, number>()
         for (const a of simulate(policy, cheap(raw, policy)).admissions) {
           const start = Math.floor(a.at / policy.window)
@@ -111,7 +97,7 @@ describe('invariants over random request streams', () => {
     it(`${algorithm} never lets more than burst + rate·t proceed over any interval t`, () => {
       fc.assert(
         fc.property(
-          policyArb(algorithm, true),
+          shapedArb(algorithm, true),
           requestsArb,
           fc.constantFrom(0, 50, 333, 1000, 2500),
           (policy, raw, length) => {
@@ -146,7 +132,7 @@ describe('invariants over random request streams', () => {
   for (const algorithm of ALGORITHMS) {
     it(`${algorithm}: remaining never negative, times whole ms, a denial's retryAfter is exact`, () => {
       fc.assert(
-        fc.property(policyArb(algorithm), requestsArb, (policy, raw) => {
+        fc.property(shapedArb(algorithm), requestsArb, (policy, raw) => {
           for (const { now, cost, state, outcome } of simulate(policy, cheap(raw, policy)).outcomes) {
             expect(outcome.remaining).toBeGreaterThanOrEqual(0)
             for (const ms of [outcome.resetAfter, outcome.retryAfter, outcome.delay]) {
@@ -165,7 +151,7 @@ describe('invariants over random request streams', () => {
   it('a denied request changes no policy state, in any composition', () => {
     const setArb = fc
       .array(
-        fc.constantFrom(...ALGORITHMS).chain((a) => policyArb(a)),
+        fc.constantFrom(...ALGORITHMS).chain((a) => shapedArb(a)),
         { minLength: 1, maxLength: 3 },
       )
       .map((policies) =>
@@ -208,7 +194,7 @@ describe('refund over random request streams', () => {
     it(`${algorithm}: consume then refund of the same cost, at once or later, decides as if the request never came`, () => {
       fc.assert(
         fc.property(
-          policyArb(algorithm, algorithm === 'gcra' || algorithm === 'token-bucket'),
+          shapedArb(algorithm, algorithm === 'gcra' || algorithm === 'token-bucket'),
           requestsArb,
           fc.nat(3000),
           (policy, raw, later) => {
@@ -229,7 +215,7 @@ describe('refund over random request streams', () => {
     it(`${algorithm}: a refund never creates state, never raises remaining above capacity, never delays a denied request`, () => {
       fc.assert(
         fc.property(
-          policyArb(algorithm, algorithm === 'gcra' || algorithm === 'token-bucket'),
+          shapedArb(algorithm, algorithm === 'gcra' || algorithm === 'token-bucket'),
           requestsArb,
           fc.integer({ min: 1, max: 40 }),
           (policy, raw, units) => {
@@ -250,7 +236,7 @@ describe('refund over random request streams', () => {
 
   it('a refund gives nothing back into a fixed window that has passed', () => {
     fc.assert(
-      fc.property(policyArb('fixed-window'), fc.integer({ min: 1, max: 3 }), (policy, cost) => {
+      fc.property(shapedArb('fixed-window'), fc.integer({ min: 1, max: 3 }), (policy, cost) => {
         const start = 10 * policy.window
         const taken = step(undefined, start, policy, Math.min(cost, policy.limit)).state
         const next = start + policy.window
