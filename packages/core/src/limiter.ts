@@ -3,7 +3,7 @@ import type { Outcome } from './algorithms/index.js'
 import { type BreakerOptions, breakerOf } from './breaker.js'
 import { calendarResolver } from './calendar-set.js'
 import { Deadlines } from './deadlines.js'
-import { type Decision, type DecisionSource, toDecision } from './decision.js'
+import { type Decision, type DecisionSource, decisionOf, type PolicyDecision, toDecision } from './decision.js'
 import { toMilliseconds } from './duration.js'
 import { ConfigError } from './errors.js'
 import { assertKnownOptions } from './known-options.js'
@@ -21,7 +21,7 @@ import {
   withMaxDelay,
 } from './policy.js'
 import { storedKey } from './stored-key.js'
-import { MemoryStore } from './stores/memory-store.js'
+import { consumeEntries, MemoryStore } from './stores/memory-store.js'
 import { type Awaitable, andThen, isThenable, type Store } from './stores/store.js'
 import { type Validate, Warnings } from './validations.js'
 
@@ -157,6 +157,9 @@ export const LIMITER_OPTION_NAMES: readonly (keyof LimiterOptions)[] = [
   'validate',
 ]
 
+/** A MemoryStore's own `consume`: a store that has it (not a subclass's or a spy's) is asked through `consumeEntries`. */
+const memoryConsume = MemoryStore.prototype.consume
+
 /** The cost that stands for a peek inside the limiter (a consume's cost is at least 1). */
 const PEEK = 0
 
@@ -191,7 +194,7 @@ export function createLimiter<const L extends LimiterOptions['limits'] = Limiter
   }
   /** The key as stored: the namespace's, so that ':' in a key can never reach another namespace. */
   const prefix = namespace === undefined ? '' : `${namespace}:`
-  const stored = (key: string): string => prefix + storedKey(key)
+  const stored = prefix === '' ? storedKey : (key: string): string => prefix + storedKey(key)
   const breaker = breakerOf(options.breaker)
   const warnings = new Warnings(options.validate)
   const emit = containObserve(options.observe, warnings)
@@ -273,9 +276,12 @@ export function createLimiter<const L extends LimiterOptions['limits'] = Limiter
       if (!breaker.tryProbe()) return onFailure(key, cost, on, breaker.openError(), true)
       probe = true
     }
+    // A MemoryStore makes each outcome as its Decision entry: no copy per policy. Not for a set
+    // whose calendar periods were resolved: its entries name the limiter's policies, not those.
+    const entries = cost !== PEEK && on === set && store.consume === memoryConsume
     let answer: Awaitable<readonly Outcome[]>
     try {
-      answer = ask(store, key, cost, on)
+      answer = entries ? consumeEntries(store as MemoryStore, stored(key), set, cost) : ask(store, key, cost, on)
     } catch (error) {
       const decided = onFailure(key, cost, on, error)
       if (probe) countFailure(probe, error)
@@ -283,7 +289,9 @@ export function createLimiter<const L extends LimiterOptions['limits'] = Limiter
     }
     if (!isThenable(answer)) {
       if (failing || probe) recovered(probe)
-      return toDecision(key, policies, answer, 'store')
+      return entries
+        ? decisionOf(key, answer as readonly PolicyDecision[], 'store')
+        : toDecision(key, policies, answer, 'store')
     }
     return (settle(answer, deadlines) as Promise<readonly Outcome[]>).then(
       (outcomes) => {

@@ -1,7 +1,7 @@
 import type { AlgorithmName, Policy } from '../policy.js'
 import { type BlockingStep, type BlockState, blocking, blockUntil, refundBlocking } from './block.js'
 import { fixedWindow, fixedWindowMeter, refundFixedWindow } from './fixed-window.js'
-import { gcra, gcraMeter, refundGcra } from './gcra.js'
+import { gcra, gcraMeter, plainGcraMeter, refundGcra } from './gcra.js'
 import type { Kept, Meter } from './meter.js'
 import { type Outcome, peekOf, type Refund, type Transition } from './outcome.js'
 import {
@@ -15,7 +15,7 @@ import {
 } from './penalty.js'
 import { refundSlidingLog, slidingLog, slidingLogMeter } from './sliding-log.js'
 import { refundSlidingWindow, slidingWindow, slidingWindowMeter } from './sliding-window.js'
-import { refundTokenBucket, tokenBucket, tokenBucketMeter } from './token-bucket.js'
+import { plainTokenBucketMeter, refundTokenBucket, tokenBucket, tokenBucketMeter } from './token-bucket.js'
 
 export type { BlockingStep, BlockState } from './block.js'
 export { maxAdmittedInWindow, slidingWindowBoundFor } from './bounds.js'
@@ -103,6 +103,16 @@ export const meters: Readonly<Record<AlgorithmName, Meter<Kept>>> = {
   'sliding-log': slidingLogMeter as Meter<Kept>,
   'token-bucket': tokenBucketMeter as Meter<Kept>,
   gcra: gcraMeter as Meter<Kept>,
+}
+
+/**
+ * `meters` for a policy without a name, whose limit never changes under its state: the bucket and
+ * GCRA keep no plan then (see `plainTokenBucketMeter`). The windows and the log keep none either way.
+ */
+export const plainMeters: Readonly<Record<AlgorithmName, Meter<Kept>>> = {
+  ...meters,
+  'token-bucket': plainTokenBucketMeter as Meter<Kept>,
+  gcra: plainGcraMeter as Meter<Kept>,
 }
 
 /** Runs one policy's transition: `(state, now, policy, cost) → { state, outcome }`. */
