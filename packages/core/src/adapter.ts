@@ -5,6 +5,7 @@
  * framework package exports what its middleware takes.
  */
 export type {
+  ActiveClientsSync,
   AdmissionControlOptions,
   AdmissionHandler,
   AdmissionInfo,
