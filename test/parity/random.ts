@@ -1,5 +1,5 @@
 import type { AlgorithmName, Policy, PolicyOptions } from '@sluice/core'
-import { capacityOf } from '@sluice/core/store'
+import { capacityOf } from '@sluice/core/internal'
 import fc from 'fast-check'
 import { traceSet } from './parity.js'
 import { type OffsetWindow, TRACE_START, type Trace, type TracePolicy, type TraceStep } from './traces.js'

@@ -1,5 +1,6 @@
 import { ConfigError, type Policy, type PolicySet } from '@sluice/core'
-import { assertKnownOptions, type Outcome, type Store } from '@sluice/core/store'
+import { assertKnownOptions } from '@sluice/core/internal'
+import type { Outcome, Store } from '@sluice/core/store'
 import { type LimiterRequest, type LimiterResponse, PROTOCOL_URL } from './protocol.js'
 import { shardOf } from './shard.js'
 import type { DurableObjectLocationHint, DurableObjectNamespaceLike } from './types.js'

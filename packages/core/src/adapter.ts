@@ -1,11 +1,11 @@
 /**
  * `@sluice/core/adapter`: what a framework adapter needs beyond the main entry: the shared
  * request planners, the helpers that keep a synchronous decision synchronous, response-lifetime
- * hooks, the option and body types the planners share, and the rounding rules every store
- * shares. Applications do not need it: each framework package exports what its middleware takes.
+ * hooks, and the option and body types the planners share. Applications do not need it: each
+ * framework package exports what its middleware takes.
  */
-export { ceilMs, EPSILON, floorUnits } from './algorithms/outcome.js'
 export type {
+  ActiveClientsSync,
   AdmissionControlOptions,
   AdmissionHandler,
   AdmissionInfo,

@@ -1,4 +1,4 @@
-import type { Outcome } from './algorithms/outcome.js'
+import { labelled, type Outcome } from './algorithms/outcome.js'
 import type { AlgorithmName, Policy } from './policy.js'
 
 /** One policy's part of a decision. Times are whole milliseconds from now. */
@@ -58,23 +58,16 @@ export function toDecision(
 }
 
 /** An outcome as the Decision's entry for its policy. */
-function entryOf(policy: Policy, o: Outcome): PolicyDecision {
-  return {
-    name: policy.name,
-    algorithm: policy.algorithm,
-    limit: policy.limit,
-    window: policy.window,
-    allowed: o.allowed,
-    remaining: o.remaining,
-    resetAfter: o.resetAfter,
-    retryAfter: o.retryAfter,
-    delay: o.delay,
-    nextAfter: o.nextAfter,
-  }
+export function entryOf(policy: Policy, o: Outcome): PolicyDecision {
+  return labelled(policy, o.allowed, o.remaining, o.resetAfter, o.retryAfter, o.delay, o.nextAfter)
 }
 
-/** The Decision of the entries of every policy: all-or-nothing, the binding policy chosen as documented. */
-function decisionOf(
+/**
+ * The Decision of the entries of every policy: all-or-nothing, the binding policy chosen as
+ * documented. `toDecision` for outcomes already made as entries (`Labelled`), which become the
+ * decision's `policies` as they are.
+ */
+export function decisionOf(
   key: string,
   entries: readonly PolicyDecision[],
   source: DecisionSource,

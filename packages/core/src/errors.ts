@@ -41,3 +41,9 @@ export function describe(value: unknown): string {
   }
   return String(value)
 }
+
+/** An error as a log line shows it: its name and message. */
+export function describeError(error: unknown): string {
+  if (error instanceof Error) return `${error.name}: ${error.message}`
+  return String(error)
+}

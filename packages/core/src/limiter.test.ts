@@ -3,6 +3,7 @@ import { unhandledRejections } from '../../../test/support/unhandled.js'
 import type { Outcome } from './algorithms/index.js'
 import { ConfigError, StoreFullError, StoreTimeoutError } from './errors.js'
 import { consumeNowOf, createLimiter, type Limiter } from './limiter.js'
+import { ALGORITHMS } from './policy.js'
 import { FilteredStore } from './stores/filtered-store.js'
 import { MemoryStore } from './stores/memory-store.js'
 import { SketchStore } from './stores/sketch-store.js'
@@ -14,6 +15,43 @@ function clockedStore() {
 }
 
 describe('composition', () => {
+  it("gives a MemoryStore's decisions as any store's: the entries its meters label equal toDecision's copies", async () => {
+    // A MemoryStore of its own class is asked for labelled outcomes; a wrapper of one, for plain ones.
+    for (const algorithm of ALGORITHMS) {
+      for (const limits of [
+        [{ limit: 3, window: '1s', algorithm }],
+        [
+          { limit: 4, window: '1m', algorithm },
+          { limit: 2, window: '1s', algorithm, name: 'burst' },
+        ],
+        [
+          { limit: 5, window: '1m', algorithm },
+          { limit: 3, window: '10s', algorithm },
+          { limit: 2, window: '1s', algorithm },
+        ],
+      ]) {
+        const clock = { now: 1_020_000 }
+        const direct = new MemoryStore({ now: () => clock.now })
+        const inner = new MemoryStore({ now: () => clock.now })
+        const wrapped: Store = {
+          consume: (key, set, cost) => inner.consume(key, set, cost),
+          peek: (key, set) => inner.peek(key, set),
+          reset: (key, set) => inner.reset(key, set),
+          now: () => inner.now(),
+        }
+        const labelled = createLimiter({ limits, store: direct })
+        const copied = createLimiter({ limits, store: wrapped })
+        for (let i = 0; i < 12; i++) {
+          clock.now += 150
+          const cost = i % 4 === 3 ? 2 : 1
+          const [a, b] = [await labelled.consume('k', { cost }), await copied.consume('k', { cost })]
+          expect(a).toStrictEqual(b)
+          expect(a.policies.map((p) => Object.keys(p))).toStrictEqual(b.policies.map((p) => Object.keys(p)))
+        }
+      }
+    }
+  })
+
   it('admits 100/min plus 2/s all-or-nothing and names the binding policy', async () => {
     const { clock, store } = clockedStore()
     clock.now = 1_020_000 // the start of a minute

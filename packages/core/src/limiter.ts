@@ -1,13 +1,13 @@
 import { type AcquireOptions, acquirer } from './acquire.js'
-import type { Outcome } from './algorithms/index.js'
 import { type BreakerOptions, breakerOf } from './breaker.js'
 import { calendarResolver } from './calendar-set.js'
 import { Deadlines } from './deadlines.js'
-import { type Decision, type DecisionSource, toDecision } from './decision.js'
+import type { Decision } from './decision.js'
 import { toMilliseconds } from './duration.js'
 import { ConfigError } from './errors.js'
+import { GuardedStore, PEEK } from './guarded-store.js'
 import { assertKnownOptions } from './known-options.js'
-import { containObserve, describeError, type Observe } from './observe.js'
+import { containObserve, type Observe, type ObserveEvent } from './observe.js'
 import {
   type CheckedLimits,
   capacityOf,
@@ -20,10 +20,9 @@ import {
   supportsShaping,
   withMaxDelay,
 } from './policy.js'
-import { storedKey } from './stored-key.js'
 import { MemoryStore } from './stores/memory-store.js'
-import { type Awaitable, andThen, isThenable, type Store } from './stores/store.js'
-import { type Validate, Warnings } from './validations.js'
+import { type Awaitable, andThen, type Store } from './stores/store.js'
+import { calendarNotServed, storeLacks, storeNameOf, type Validate, Warnings } from './validations.js'
 
 /** Options of `createLimiter`. */
 export interface LimiterOptions {
@@ -157,12 +156,6 @@ export const LIMITER_OPTION_NAMES: readonly (keyof LimiterOptions)[] = [
   'validate',
 ]
 
-/** The cost that stands for a peek inside the limiter (a consume's cost is at least 1). */
-const PEEK = 0
-
-/** How long a request denied by `onStoreError: 'deny'` is told to wait. */
-const DENY_ON_ERROR_RETRY_MS = 1000
-
 /**
  * A limiter for `options.limits` on `options.store` (a new `MemoryStore` by default). Throws a
  * `ConfigError` naming the field for invalid options; a string literal in `limits` that is no
@@ -183,295 +176,207 @@ export function createLimiter<const L extends LimiterOptions['limits'] = Limiter
   if (onStoreError !== 'allow' && onStoreError !== 'deny') {
     assertStore('onStoreError', onStoreError, "must be 'allow', 'deny' or a fallback store")
   }
-  const timeout = toMilliseconds('timeout', options.timeout ?? 1000)
-  const deadlines = new Deadlines(timeout)
+  const deadlines = new Deadlines(toMilliseconds('timeout', options.timeout ?? 1000))
   const { namespace } = options
   if (namespace !== undefined && (typeof namespace !== 'string' || !/^[A-Za-z0-9_.*-]+$/.test(namespace))) {
     throw new ConfigError('namespace', namespace, 'must be a non-empty string of letters, digits and _ . * -')
   }
-  /** The key as stored: the namespace's, so that ':' in a key can never reach another namespace. */
-  const prefix = namespace === undefined ? '' : `${namespace}:`
-  const stored = (key: string): string => prefix + storedKey(key)
   const breaker = breakerOf(options.breaker)
   const warnings = new Warnings(options.validate)
   const emit = containObserve(options.observe, warnings)
-  const maxCost = Math.min(...set.policies.map(capacityOf))
-  const { policies } = set
-  const clock = typeof store.now === 'function' ? () => (store.now as () => number)() : Date.now
-  /** The set a request for `key` at `at` (default now) is decided on: `set`, its calendar periods resolved. */
-  const resolve = calendarResolver(set)
-  const setFor = (key: string, at?: number): PolicySet => (resolve === undefined ? set : resolve(key, at ?? clock()))
-  /** Whether decisions are coming from onStoreError rather than the store. */
-  let failing = false
+  const guarded = new GuardedStore({ store, set, namespace, onStoreError, deadlines, breaker, warnings, emit })
+  return new StoreLimiter(set, guarded, namespace, emit)
+}
 
-  /** Asks a store for a decision: a consume of `cost`, or a peek when cost is PEEK. */
-  const ask = (target: Store, key: string, cost: number, on: PolicySet): Awaitable<readonly Outcome[]> =>
-    cost === PEEK ? target.peek(stored(key), on) : target.consume(stored(key), on, cost)
+/**
+ * The limiter `createLimiter` makes: its policies on a `GuardedStore`, with what each call
+ * checks before the store is asked. Its methods are fields bound to it, so that a method taken
+ * from it (`const { consume } = limiter`) still works. Beyond `Limiter`, the HTTP handlers read
+ * `consumeNow` and what the shared-policy check needs (`store`, `set`, `namespace`).
+ */
+export class StoreLimiter implements Limiter {
+  readonly policies: readonly Policy[]
+  readonly canRefund: boolean
+  /** The policies as given, their calendar periods unresolved. */
+  readonly set: PolicySet
+  readonly namespace: string | undefined
+  readonly #guarded: GuardedStore
+  /** The most units these limits can ever admit at once: a cost's upper bound. */
+  readonly #maxCost: number
+  /** Resolves the set's calendar periods for a key and a time; undefined when it has none. */
+  readonly #resolve: ((key: string, now: number) => PolicySet) | undefined
+  /** The `observe` option, made safe (see `containObserve`); undefined without one. */
+  readonly #emit: ((event: ObserveEvent) => void) | undefined
 
-  /** The store answered: close a breaker this probe was testing, and say so when an outage ends. */
-  const recovered = (probe: boolean): void => {
-    const openMs = breaker?.succeeded(probe)
-    if (openMs !== undefined) emit?.({ type: 'breaker-close', openMs })
-    if (failing) {
-      failing = false
-      warnings.storeRecovered()
-    }
+  constructor(
+    set: PolicySet,
+    guarded: GuardedStore,
+    namespace: string | undefined,
+    emit: ((event: ObserveEvent) => void) | undefined,
+  ) {
+    this.policies = set.policies
+    this.set = set
+    this.namespace = namespace
+    this.#guarded = guarded
+    this.canRefund = typeof guarded.store.refund === 'function'
+    this.#maxCost = Math.min(...set.policies.map(capacityOf))
+    this.#resolve = calendarResolver(set)
+    this.#emit = emit
+    const { store } = guarded
+    this.clock = typeof store.now === 'function' ? () => (store.now as () => number)() : Date.now
   }
 
-  /** The store failed (`skipped`: the open breaker kept it from being asked). */
-  const onFailure = async (
-    key: string,
-    cost: number,
-    on: PolicySet,
-    error: unknown,
-    skipped = false,
-  ): Promise<Decision> => {
-    if (!skipped) emit?.({ type: 'store-error', key, error })
-    failing = true
-    // Each warning is given once per limiter: a flapping store must not flood the log.
-    warnings.storeFailing(
-      describeError(error),
-      onStoreError === 'allow'
-        ? "allowed without limits (onStoreError: 'allow')"
-        : onStoreError === 'deny'
-          ? "denied (onStoreError: 'deny')"
-          : 'made by the fallback store (onStoreError)',
-    )
-    if (typeof onStoreError === 'object') {
-      try {
-        return toDecision(key, policies, await settle(ask(onStoreError, key, cost, on), deadlines), 'fallback', error)
-      } catch (fallbackError) {
-        return failed(
-          key,
-          policies,
-          false,
-          'error',
-          new AggregateError([error, fallbackError], 'the store and the fallback store both failed'),
-        )
-      }
-    }
-    return failed(key, policies, onStoreError === 'allow', 'error', error)
+  /** The store the limiter decides on. */
+  get store(): Store {
+    return this.#guarded.store
   }
 
-  /** An asynchronous failure or timeout counts towards the breaker; opening it is an event. */
-  const countFailure = (probe: boolean, error: unknown): void => {
-    if (breaker?.failed(probe, error)) {
-      emit?.({ type: 'breaker-open', failures: breaker.failures, cooldownMs: breaker.cooldown, error })
-    }
-  }
+  readonly clock: () => number
 
   /**
-   * A synchronous store (memory) is answered at once: no timer, no promise. Only asynchronous
-   * failures count towards the breaker: a synchronous store has no wait to save, and a full
-   * MemoryStore's refusals of new keys must not stop the limiting of the keys it holds.
+   * `consume`, but a decision the store made synchronously (memory) comes back as a value, not a
+   * promise, and bad input throws instead of rejecting. The HTTP handlers use it so that a request
+   * on a memory store takes no promise hop (see `consumeNowOf`).
    */
-  const run = (key: string, cost: number): Awaitable<Decision> => {
-    // Outside the try: a calendar anchor that is no date is the caller's mistake, not the store's.
-    const on = setFor(key)
-    let probe = false
-    if (breaker?.open) {
-      if (!breaker.tryProbe()) return onFailure(key, cost, on, breaker.openError(), true)
-      probe = true
-    }
-    let answer: Awaitable<readonly Outcome[]>
-    try {
-      answer = ask(store, key, cost, on)
-    } catch (error) {
-      const decided = onFailure(key, cost, on, error)
-      if (probe) countFailure(probe, error)
-      return decided
-    }
-    if (!isThenable(answer)) {
-      if (failing || probe) recovered(probe)
-      return toDecision(key, policies, answer, 'store')
-    }
-    return (settle(answer, deadlines) as Promise<readonly Outcome[]>).then(
-      (outcomes) => {
-        recovered(probe)
-        return toDecision(key, policies, outcomes, 'store')
-      },
-      (error: unknown) => {
-        // The store error's event first, then the breaker's.
-        const decided = onFailure(key, cost, on, error)
-        countFailure(probe, error)
-        return decided
-      },
-    )
+  readonly consumeNow = (key: string, options?: ConsumeOptions): Awaitable<Decision> => {
+    // Only a missing cost means 1: a null from a lookup that found nothing is a mistake.
+    const cost: unknown = options?.cost === undefined ? 1 : options.cost
+    if (typeof key !== 'string') throw keyError(key)
+    // A cost of 1 always fits (every policy admits at least 1): most calls skip the checks.
+    const invalid = cost === 1 ? undefined : this.#costError(cost)
+    if (invalid !== undefined) throw invalid
+    return this.#decide(key, cost as number)
   }
 
-  /** `run`, reporting each consume's decision and how long it took; used only with `observe`. */
-  const observed = (key: string, cost: number): Awaitable<Decision> => {
+  /** A consume or peek, reported to `observe` when there is one. */
+  #decide(key: string, cost: number): Awaitable<Decision> {
+    return this.#emit === undefined ? this.#run(key, cost) : this.#observed(key, cost)
+  }
+
+  readonly consume = (key: string, options?: ConsumeOptions): Promise<Decision> => {
+    try {
+      return promised(this.consumeNow(key, options))
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+
+  readonly acquire: (key: string, options?: AcquireOptions) => Promise<Decision> = acquirer(this)
+
+  readonly peek = (key: string): Promise<Decision> => {
+    if (typeof key !== 'string') return Promise.reject(keyError(key))
+    try {
+      return promised(this.#decide(key, PEEK))
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+
+  readonly reset = async (key: string): Promise<void> => {
+    if (typeof key !== 'string') throw keyError(key)
+    await this.#guarded.reset(key, this.#setFor(key))
+  }
+
+  readonly refund = async (key: string, options?: RefundOptions): Promise<void> => {
+    const cost: unknown = options?.cost === undefined ? 1 : options.cost
+    if (typeof key !== 'string') throw keyError(key)
+    const invalid = this.#costError(cost)
+    if (invalid !== undefined) throw invalid
+    if (!this.canRefund) throw storeLacks('refund', this.store)
+    const { admittedAt } = options ?? {}
+    assertAdmittedAt(admittedAt)
+    await this.#guarded.refund(key, this.#setFor(key, admittedAt), cost as number, admittedAt)
+  }
+
+  readonly penalty = async (key: string, options?: { cost?: number }): Promise<Decision> => {
+    const cost: unknown = options?.cost === undefined ? 1 : options.cost
+    if (typeof key !== 'string') throw keyError(key)
+    if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 1) {
+      throw new ConfigError('cost', cost, 'must be a positive whole number of units')
+    }
+    if (this.store.penalize === undefined) throw storeLacks('penalize', this.store)
+    await this.#guarded.penalize(key, this.#setFor(key), cost)
+    return this.#run(key, PEEK)
+  }
+
+  readonly settle = async (key: string, options: SettleOptions): Promise<Decision> => {
+    if (typeof key !== 'string') throw keyError(key)
+    if (options === null || typeof options !== 'object') {
+      throw new ConfigError('options', options, 'must be an object { reserved, actual, admittedAt? }')
+    }
+    const { reserved, actual, admittedAt } = options
+    if (this.#costError(reserved) !== undefined) {
+      throw new ConfigError(
+        'reserved',
+        reserved,
+        `must be the cost its consume took, a whole number from 1 to ${this.#maxCost}`,
+      )
+    }
+    if (typeof actual !== 'number' || !Number.isSafeInteger(actual) || actual < 0) {
+      throw new ConfigError('actual', actual, 'must be a whole number of units, 0 or more')
+    }
+    assertAdmittedAt(admittedAt)
+    if (actual < reserved) await this.refund(key, { cost: reserved - actual, admittedAt })
+    else if (actual > reserved) return this.penalty(key, { cost: actual - reserved })
+    return this.#run(key, PEEK)
+  }
+
+  readonly block = async (key: string, duration: number | string): Promise<Decision> => {
+    if (typeof key !== 'string') throw keyError(key)
+    const ms = toMilliseconds('duration', duration)
+    if (!this.policies.some((p) => p.blockFor > 0)) {
+      throw new ConfigError(
+        'limits',
+        this.policies.map((p) => p.name),
+        'have no policy with blockFor, so nothing can block',
+      )
+    }
+    if (this.store.block === undefined) throw storeLacks('block', this.store)
+    await this.#guarded.block(key, this.#setFor(key), ms)
+    return this.#run(key, PEEK)
+  }
+
+  /** The set a request for `key` at `at` (default now) is decided on: `set`, its calendar periods resolved. */
+  #setFor(key: string, at?: number): PolicySet {
+    const resolve = this.#resolve
+    return resolve === undefined ? this.set : resolve(key, at ?? this.clock())
+  }
+
+  /** A consume of `cost` (a peek for PEEK) as a decision. */
+  #run(key: string, cost: number): Awaitable<Decision> {
+    // Outside the store's guard: a calendar anchor that is no date is the caller's mistake, not the store's.
+    return this.#guarded.decide(key, cost, this.#setFor(key))
+  }
+
+  /** `#run`, reporting each consume's decision and how long it took; used only with `observe`. */
+  #observed(key: string, cost: number): Awaitable<Decision> {
     const start = performance.now()
-    return andThen(run(key, cost), (decision) => {
-      if (cost !== PEEK) emit?.({ type: 'decision', key, decision, cost, storeMs: performance.now() - start })
+    return andThen(this.#run(key, cost), (decision) => {
+      if (cost !== PEEK) this.#emit?.({ type: 'decision', key, decision, cost, storeMs: performance.now() - start })
       return decision
     })
   }
-  const decide = emit === undefined ? run : observed
 
   /** A ConfigError when `cost` is not a cost these limits could ever admit. */
-  const costError = (cost: unknown): ConfigError | undefined =>
-    typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 1 || cost > maxCost
+  #costError(cost: unknown): ConfigError | undefined {
+    const maxCost = this.#maxCost
+    return typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 1 || cost > maxCost
       ? new ConfigError(
           'cost',
           cost,
           `must be a whole number from 1 to ${maxCost} (the most these limits can ever admit at once)`,
         )
       : undefined
-
-  /** `consume`, answered synchronously when the store is; throws what `consume` rejects with. */
-  const consumeNow = (key: string, consumeOptions?: ConsumeOptions): Awaitable<Decision> => {
-    // Only a missing cost means 1: a null from a lookup that found nothing is a mistake.
-    const cost: unknown = consumeOptions?.cost === undefined ? 1 : consumeOptions.cost
-    if (typeof key !== 'string') throw keyError(key)
-    // A cost of 1 always fits (every policy admits at least 1): most calls skip the checks.
-    const invalid = cost === 1 ? undefined : costError(cost)
-    if (invalid !== undefined) throw invalid
-    return decide(key, cost as number)
   }
-
-  const limiter: Limiter = {
-    policies,
-    canRefund: typeof store.refund === 'function',
-    clock,
-    consume(key, consumeOptions) {
-      try {
-        return promised(consumeNow(key, consumeOptions))
-      } catch (error) {
-        return Promise.reject(error)
-      }
-    },
-    acquire: (key, acquireOptions) => acquire(key, acquireOptions),
-    peek(key) {
-      if (typeof key !== 'string') return Promise.reject(keyError(key))
-      try {
-        return promised(decide(key, PEEK))
-      } catch (error) {
-        return Promise.reject(error)
-      }
-    },
-    async reset(key) {
-      if (typeof key !== 'string') throw keyError(key)
-      await settle(store.reset(stored(key), setFor(key)), deadlines)
-    },
-    async refund(key, refundOptions) {
-      const cost: unknown = refundOptions?.cost === undefined ? 1 : refundOptions.cost
-      if (typeof key !== 'string') throw keyError(key)
-      const invalid = costError(cost)
-      if (invalid !== undefined) throw invalid
-      if (store.refund === undefined) {
-        throw new ConfigError(
-          'store',
-          store,
-          'cannot refund: use a MemoryStore or RedisStore, or a store with refund()',
-        )
-      }
-      const { admittedAt } = refundOptions ?? {}
-      assertAdmittedAt(admittedAt)
-      await settle(store.refund(stored(key), setFor(key, admittedAt), cost as number, admittedAt), deadlines)
-    },
-    async penalty(key, penaltyOptions) {
-      const cost: unknown = penaltyOptions?.cost === undefined ? 1 : penaltyOptions.cost
-      if (typeof key !== 'string') throw keyError(key)
-      if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 1) {
-        throw new ConfigError('cost', cost, 'must be a positive whole number of units')
-      }
-      if (store.penalize === undefined) {
-        throw new ConfigError('store', store, 'cannot take a penalty: use a MemoryStore or RedisStore')
-      }
-      await settle(store.penalize(stored(key), setFor(key), cost), deadlines)
-      return run(key, PEEK)
-    },
-    async settle(key, settleOptions) {
-      if (typeof key !== 'string') throw keyError(key)
-      if (settleOptions === null || typeof settleOptions !== 'object') {
-        throw new ConfigError('options', settleOptions, 'must be an object { reserved, actual, admittedAt? }')
-      }
-      const { reserved, actual, admittedAt } = settleOptions
-      if (costError(reserved) !== undefined) {
-        throw new ConfigError(
-          'reserved',
-          reserved,
-          `must be the cost its consume took, a whole number from 1 to ${maxCost}`,
-        )
-      }
-      if (typeof actual !== 'number' || !Number.isSafeInteger(actual) || actual < 0) {
-        throw new ConfigError('actual', actual, 'must be a whole number of units, 0 or more')
-      }
-      assertAdmittedAt(admittedAt)
-      if (actual < reserved) await limiter.refund(key, { cost: reserved - actual, admittedAt })
-      else if (actual > reserved) return limiter.penalty(key, { cost: actual - reserved })
-      return run(key, PEEK)
-    },
-    async block(key, duration) {
-      if (typeof key !== 'string') throw keyError(key)
-      const ms = toMilliseconds('duration', duration)
-      if (!policies.some((p) => p.blockFor > 0)) {
-        throw new ConfigError(
-          'limits',
-          policies.map((p) => p.name),
-          'have no policy with blockFor, so nothing can block',
-        )
-      }
-      if (store.block === undefined) {
-        throw new ConfigError('store', store, 'cannot block: use a MemoryStore or RedisStore')
-      }
-      await settle(store.block(stored(key), setFor(key), ms), deadlines)
-      return run(key, PEEK)
-    },
-  }
-  const acquire = acquirer(limiter)
-  immediateConsumers.set(limiter, consumeNow)
-  sharing.set(limiter, { store, set, namespace })
-  return limiter
 }
-
-/** What the `validate` check of the HTTP handlers needs to know about a limiter. */
-interface Sharing {
-  readonly store: Store
-  readonly set: PolicySet
-  readonly namespace: string | undefined
-}
-const sharing = new WeakMap<Limiter, Sharing>()
-/** Per store, per policy id: the first limiter without a namespace seen using it. */
-const seenPolicies = new WeakMap<Store, Map<string, Limiter>>()
-
-/**
- * Records `limiter` as used (by a middleware) and returns the name of a policy that another
- * limiter without a namespace already uses on the same store, so both count every request
- * together (a global '10/min' plus a route '10/min' counts twice). Undefined when there is none,
- * when the limiter has a namespace, or when it was not made by createLimiter.
- */
-export function sharedPolicyOf(limiter: Limiter): string | undefined {
-  const info = sharing.get(limiter)
-  if (info === undefined || info.namespace !== undefined) return undefined
-  let seen = seenPolicies.get(info.store)
-  if (seen === undefined) {
-    seen = new Map()
-    seenPolicies.set(info.store, seen)
-  }
-  let shared: string | undefined
-  for (const policy of info.set.policies) {
-    const first = seen.get(policy.id)
-    if (first === undefined) seen.set(policy.id, limiter)
-    else if (first !== limiter) shared ??= policy.name
-  }
-  return shared
-}
-
-/** Each limiter's synchronous-when-possible consume (see `consumeNowOf`). */
-const immediateConsumers = new WeakMap<Limiter, ImmediateConsume>()
-
-type ImmediateConsume = (key: string, options?: ConsumeOptions) => Awaitable<Decision>
 
 /**
  * `limiter.consume`, but a decision the store made synchronously (memory) comes back as a value,
- * not a promise, and bad input throws instead of rejecting. The HTTP handlers use it so that a
- * request on a memory store takes no promise hop. Limiters not made by `createLimiter` fall back
- * to their own `consume`.
+ * not a promise, and bad input throws instead of rejecting (see `StoreLimiter.consumeNow`).
+ * Limiters not made by `createLimiter` fall back to their own `consume`.
  */
-export function consumeNowOf(limiter: Limiter): ImmediateConsume {
-  return immediateConsumers.get(limiter) ?? ((key, options) => limiter.consume(key, options))
+export function consumeNowOf(limiter: Limiter): (key: string, options?: ConsumeOptions) => Awaitable<Decision> {
+  return limiter instanceof StoreLimiter ? limiter.consumeNow : (key, options) => limiter.consume(key, options)
 }
 
 function withLimiterMaxDelay(set: PolicySet, maxDelay: unknown): PolicySet {
@@ -500,26 +405,6 @@ function promised(decided: Awaitable<Decision>): Promise<Decision> {
     : Promise.resolve(decided as Decision)
 }
 
-/** The value itself when the store answered synchronously; otherwise the answer or a timeout. */
-function settle<T>(answer: Awaitable<T>, deadlines: Deadlines): Awaitable<T> {
-  return isThenable(answer) ? deadlines.settle(answer) : answer
-}
-
-function failed(
-  key: string,
-  policies: readonly Policy[],
-  allowed: boolean,
-  source: DecisionSource,
-  error: unknown,
-): Decision {
-  const outcomes: Outcome[] = policies.map((p) =>
-    allowed
-      ? { allowed, remaining: p.limit, resetAfter: 0, retryAfter: 0, delay: 0 }
-      : { allowed, remaining: 0, resetAfter: DENY_ON_ERROR_RETRY_MS, retryAfter: DENY_ON_ERROR_RETRY_MS, delay: 0 },
-  )
-  return toDecision(key, policies, outcomes, source, error)
-}
-
 function assertAdmittedAt(admittedAt: unknown): void {
   if (admittedAt !== undefined && (typeof admittedAt !== 'number' || !Number.isFinite(admittedAt))) {
     throw new ConfigError('admittedAt', admittedAt, 'must be epoch milliseconds from limiter.clock()')
@@ -536,14 +421,10 @@ function keyError(key: unknown): ConfigError {
  */
 function assertServes(store: Store, set: PolicySet): void {
   const { algorithms: served, namedAlgorithms: named } = store
-  const storeName = store.constructor?.name ?? 'this store'
+  const storeName = storeNameOf(store)
   for (const [i, policy] of set.policies.entries()) {
     if (policy.calendar !== undefined && store.calendarPeriods !== true) {
-      throw new ConfigError(
-        `limits[${i}].period`,
-        policy.calendar.period,
-        `is not served by ${storeName}: a calendar period needs a store whose fixed windows start where the period does (calendarPeriods: MemoryStore, RedisStore, SyncedStore, DurableObjectStore); policy "${policy.name}"`,
-      )
+      throw calendarNotServed(`limits[${i}].period`, policy.calendar.period, store, policy.name)
     }
     if (served !== undefined && !served.includes(policy.algorithm)) {
       throw new ConfigError(

@@ -1,5 +1,5 @@
 import type { Decision } from './decision.js'
-import { ConfigError } from './errors.js'
+import { ConfigError, describeError } from './errors.js'
 import { Warnings } from './validations.js'
 
 /** A `consume` decided: by the store, the fallback store or `onStoreError` (see `decision.source`). */
@@ -101,9 +101,4 @@ export function containObserve(
       report(error)
     }
   }
-}
-
-export function describeError(error: unknown): string {
-  if (error instanceof Error) return `${error.name}: ${error.message}`
-  return String(error)
 }

@@ -1,8 +1,9 @@
 /**
- * `@sluice/core/store`: what a store's author needs beyond the main entry: the store contract,
- * each algorithm's pure transition, refund and penalty (the rules a store must follow; the Redis
- * scripts mirror them line for line), `evaluate` to run a set's transitions all-or-nothing, and
- * the helpers the repository's stores share. Applications do not need it.
+ * `@sluice/core/store`: what a store's author needs beyond the main entry, and nothing else: the
+ * store contract, each algorithm's pure transition, refund and penalty (the rules a store must
+ * follow; the Redis scripts mirror them line for line), `evaluate` to run a set's transitions
+ * all-or-nothing, where a fixed window starts (`windowStart`, for calendar periods) and whether a
+ * policy is named (`isNamed`, for `namedAlgorithms`). Applications do not need it.
  */
 
 export type {
@@ -41,12 +42,6 @@ export {
   transitions,
   windowStart,
 } from './algorithms/index.js'
-export { toDecision } from './decision.js'
-export { parseDurationString, toMilliseconds } from './duration.js'
-export type { ActiveClientsSync } from './http/admission.js'
-export type { OptionHint } from './known-options.js'
-export { assertKnownOptions } from './known-options.js'
-export { containObserve } from './observe.js'
-export { capacityOf, formatDuration, isNamed, policySetOf } from './policy.js'
+export { isNamed } from './policy.js'
 export type { Awaitable, Evaluation, Store } from './stores/store.js'
 export { evaluate } from './stores/store.js'

@@ -62,6 +62,17 @@ const provoke: Record<WarningCode, (validate: Validate | undefined) => Promise<v
     await handler.plan(behindProxy)
     await handler.plan(behindProxy)
   },
+  async SLUICE_ACTUAL_COST_FAILED(validate) {
+    const { createRateLimitHandler } = await import('./http/rate-limit.js')
+    const actualCost = (_request: Args[0]): number => {
+      throw new Error('no usage reported')
+    }
+    const handler = createRateLimitHandler({ limits: '10/min', actualCost, validate }, adapterTrusting('hops'))
+    for (let i = 0; i < 2; i++) {
+      const plan = await handler.plan(behindProxy)
+      ;(plan as { settle?: (completed: boolean) => void }).settle?.(true)
+    }
+  },
   // Through the middleware, which hands its validate to the limiter it builds.
   async SLUICE_STORE_FAILING(validate) {
     const { createRateLimitHandler } = await import('./http/rate-limit.js')

@@ -1,5 +1,5 @@
 import { didYouMean } from './did-you-mean.js'
-import { ConfigError, describe } from './errors.js'
+import { ConfigError, describe, describeError } from './errors.js'
 
 /**
  * Every runtime warning sluice gives, by code. A warning is a log line about a likely mistake or
@@ -11,6 +11,7 @@ export const WARNING_CODES = [
   'SLUICE_PERMISSIVE_TRUST_PROXY',
   'SLUICE_SHARED_POLICY',
   'SLUICE_UNUSABLE_KEY',
+  'SLUICE_ACTUAL_COST_FAILED',
   'SLUICE_STORE_FAILING',
   'SLUICE_STORE_RECOVERED',
   'SLUICE_OBSERVE_THREW',
@@ -117,6 +118,18 @@ export class Warnings {
     )
   }
 
+  /**
+   * `actualCost` threw, rejected, or returned what cannot be settled (`failure` says which): the
+   * reserved cost stands, and the response has gone, so the log is the only one left to tell.
+   */
+  actualCostFailed(failure: string, error: unknown): void {
+    if (!this.#due('SLUICE_ACTUAL_COST_FAILED')) return
+    console.error(
+      `[sluice] SLUICE_ACTUAL_COST_FAILED: actualCost ${failure} (${describeError(error)}); the reserved cost ` +
+        'stands. Reported once per middleware.',
+    )
+  }
+
   /** The store failed: decisions come from `onStoreError` (described by `instead`) until it answers. */
   storeFailing(error: string, instead: string): void {
     if (!this.#due('SLUICE_STORE_FAILING')) return
@@ -149,6 +162,45 @@ export class Warnings {
         'Set maxKeys above the number of clients that can be limited at once. Reported once per store.',
     )
   }
+}
+
+/**
+ * What a limiter may ask of a store beyond deciding, by the store's method, and what it cannot
+ * do without it. Messages name the method a store must have, and MemoryStore, which has every
+ * one; never other packages' stores (each says in its README what it serves).
+ */
+const STORE_METHODS = {
+  refund: 'cannot refund',
+  penalize: 'cannot take a penalty',
+  block: 'cannot block',
+} as const
+
+/** A store's name in a message: its class's. */
+export function storeNameOf(store: object): string {
+  return store.constructor?.name ?? 'this store'
+}
+
+/** The limiter's `store` has no `method`, which the call needs. */
+export function storeLacks(method: keyof typeof STORE_METHODS, store: unknown): ConfigError {
+  return new ConfigError('store', store, `${STORE_METHODS[method]}: use a store with ${method}(), such as MemoryStore`)
+}
+
+/** `field` (an option of the middleware, set to `value`) gives back units, which the limiter's store cannot. */
+export function refundsNeeded(field: string, value: unknown): ConfigError {
+  return new ConfigError(
+    field,
+    value,
+    "needs a store that can refund (one with refund(), such as MemoryStore); the limiter's cannot",
+  )
+}
+
+/** A calendar period (`limits[i].period`) on a store that does not say it serves them. */
+export function calendarNotServed(field: string, period: string, store: object, policy: string): ConfigError {
+  return new ConfigError(
+    field,
+    period,
+    `is not served by ${storeNameOf(store)}: a calendar period needs a store whose fixed windows start where the period does (one with calendarPeriods: true, such as MemoryStore); policy "${policy}"`,
+  )
 }
 
 /** How to switch one warning off, for its message. */

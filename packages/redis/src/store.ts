@@ -1,5 +1,6 @@
 import { ConfigError, type PolicySet } from '@sluice/core'
-import { assertKnownOptions, type Outcome, type Store } from '@sluice/core/store'
+import { assertKnownOptions } from '@sluice/core/internal'
+import type { Outcome, Store } from '@sluice/core/store'
 import { type RedisClient, run, type ScriptClient, script, scriptClient } from './client.js'
 import { DeniedCache } from './denied-cache.js'
 import { hashTag } from './keys.js'

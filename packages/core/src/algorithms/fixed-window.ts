@@ -39,14 +39,20 @@ function knownStart(now: number, policy: Policy, known: number | undefined): num
 }
 
 /** The fixed window's outcome (see `fixedWindow`), changing nothing. */
-function decideFixedWindow(state: FixedWindowState | undefined, now: number, policy: Policy, cost: number): Outcome {
+function decideFixedWindow(
+  state: FixedWindowState | undefined,
+  now: number,
+  policy: Policy,
+  cost: number,
+  label?: Policy,
+): Outcome {
   const { limit, window } = policy
   const start = knownStart(now, policy, state?.start)
   const count = state !== undefined && state.start === start ? state.count : 0
   const windowLeft = start + window - now
-  if (count + cost > limit) return denied(Math.max(0, limit - count), windowLeft, windowLeft)
+  if (count + cost > limit) return denied(Math.max(0, limit - count), windowLeft, windowLeft, label)
   const next = count + cost
-  return admitted(limit - next, next === 0 ? 0 : windowLeft, 0, next === limit ? windowLeft : undefined)
+  return admitted(limit - next, next === 0 ? 0 : windowLeft, 0, next === limit ? windowLeft : undefined, label)
 }
 
 /** The fixed window on a state kept and changed in place (see `Meter`). */

@@ -67,7 +67,7 @@ export function storedBacklog(state: GcraState, now: number, { limit, window, bu
 }
 
 /** GCRA's outcome (see `gcra`), changing nothing. */
-function decideGcra(state: GcraState | undefined, now: number, policy: Policy, cost: number): Outcome {
+function decideGcra(state: GcraState | undefined, now: number, policy: Policy, cost: number, label?: Policy): Outcome {
   const { limit, window, burst, maxDelay } = policy
   const interval = window / limit
   const tolerance = interval * burst
@@ -79,6 +79,7 @@ function decideGcra(state: GcraState | undefined, now: number, policy: Policy, c
       floorUnits((tolerance - backlog) / interval),
       ceilMs(backlog),
       ceilMs(nextBacklog - tolerance - maxDelay),
+      label,
     )
   }
   const remaining = floorUnits((tolerance - nextBacklog) / interval)
@@ -87,6 +88,7 @@ function decideGcra(state: GcraState | undefined, now: number, policy: Policy, c
     ceilMs(nextBacklog),
     ceilMs(nextBacklog - tolerance),
     remaining === 0 ? Math.max(1, ceilMs(nextBacklog + interval - tolerance)) : undefined,
+    label,
   )
 }
 
@@ -108,6 +110,24 @@ export const gcraMeter: Meter<Mutable<GcraState> & Kept> = {
     expiry: 0,
     protectedUntil: 0,
   }),
+}
+
+/**
+ * `gcraMeter` for a policy without a name: its limit is part of its id, so it never changes under
+ * its state, and the state keeps none (`storedBacklog` reads the policy's). A plain policy pays
+ * nothing for plan changes.
+ */
+export const plainGcraMeter: Meter<Mutable<GcraState> & Kept> = {
+  decide: decideGcra,
+  take(live, now, policy, cost, spare) {
+    const tat = tatAfter(live, now, policy, cost)
+    const state = live ?? spare
+    if (state === undefined) return { tat, expiry: 0, protectedUntil: 0 }
+    state.tat = tat
+    return state
+  },
+  toState: (state) => state,
+  fromState: (state) => ({ tat: (state as GcraState).tat, expiry: 0, protectedUntil: 0 }),
 }
 
 /**

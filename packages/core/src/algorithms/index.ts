@@ -1,12 +1,18 @@
 import type { AlgorithmName, Policy } from '../policy.js'
 import { type BlockingStep, type BlockState, blocking, blockUntil, penalizeBlocking, refundBlocking } from './block.js'
 import { fixedWindow, fixedWindowMeter, penalizeFixedWindow, refundFixedWindow } from './fixed-window.js'
-import { gcra, gcraMeter, penalizeGcra, refundGcra } from './gcra.js'
+import { gcra, gcraMeter, penalizeGcra, plainGcraMeter, refundGcra } from './gcra.js'
 import type { Kept, Meter } from './meter.js'
 import { type Outcome, type Penalty, peekOf, type Refund, type Transition } from './outcome.js'
 import { penalizeSlidingLog, refundSlidingLog, slidingLog, slidingLogMeter } from './sliding-log.js'
 import { penalizeSlidingWindow, refundSlidingWindow, slidingWindow, slidingWindowMeter } from './sliding-window.js'
-import { penalizeTokenBucket, refundTokenBucket, tokenBucket, tokenBucketMeter } from './token-bucket.js'
+import {
+  penalizeTokenBucket,
+  plainTokenBucketMeter,
+  refundTokenBucket,
+  tokenBucket,
+  tokenBucketMeter,
+} from './token-bucket.js'
 
 export type { BlockingStep, BlockState } from './block.js'
 export { maxAdmittedInWindow, slidingWindowBoundFor } from './bounds.js'
@@ -94,6 +100,16 @@ export const meters: Readonly<Record<AlgorithmName, Meter<Kept>>> = {
   'sliding-log': slidingLogMeter as Meter<Kept>,
   'token-bucket': tokenBucketMeter as Meter<Kept>,
   gcra: gcraMeter as Meter<Kept>,
+}
+
+/**
+ * `meters` for a policy without a name, whose limit never changes under its state: the bucket and
+ * GCRA keep no plan then (see `plainTokenBucketMeter`). The windows and the log keep none either way.
+ */
+export const plainMeters: Readonly<Record<AlgorithmName, Meter<Kept>>> = {
+  ...meters,
+  'token-bucket': plainTokenBucketMeter as Meter<Kept>,
+  gcra: plainGcraMeter as Meter<Kept>,
 }
 
 /** Runs one policy's transition: `(state, now, policy, cost) → { state, outcome }`. */

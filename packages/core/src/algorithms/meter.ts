@@ -8,8 +8,11 @@ import type { Outcome } from './outcome.js'
  * window keeps a running total, the sliding log a head index), whatever the precision or limit.
  */
 export interface Meter<M extends Kept> {
-  /** What the transition's outcome would be for this state (undefined: a new or expired key). */
-  decide(state: M | undefined, now: number, policy: Policy, cost: number): Outcome
+  /**
+   * What the transition's outcome would be for this state (undefined: a new or expired key); with
+   * `label` (the policy again), made as the Decision's entry for it (see `Labelled`).
+   */
+  decide(state: M | undefined, now: number, policy: Policy, cost: number, label?: Policy): Outcome
   /**
    * Applies `cost` that `decide` admitted at the same `now`: the state changed in place, or a new
    * one (expiry and protectedUntil 0). `spare`, with no live state: an expired state of the same

@@ -92,12 +92,63 @@ export function alignedStart(now: number, size: number, known: number | undefine
   return known !== undefined && now >= known && now - known < size ? known : now - (now % size)
 }
 
-export function admitted(remaining: number, resetAfter: number, delay = 0, nextAfter?: number): Outcome {
-  return { allowed: true, remaining, resetAfter, retryAfter: 0, delay, nextAfter }
+/**
+ * An outcome, with a `label` made as the Decision's entry for that policy (see `Labelled`); the
+ * labels go first so that every entry has one shape, whoever made it.
+ */
+export function admitted(
+  remaining: number,
+  resetAfter: number,
+  delay = 0,
+  nextAfter?: number,
+  label?: Policy,
+): Outcome {
+  return label === undefined
+    ? { allowed: true, remaining, resetAfter, retryAfter: 0, delay, nextAfter }
+    : labelled(label, true, remaining, resetAfter, 0, delay, nextAfter)
 }
 
-export function denied(remaining: number, resetAfter: number, retryAfter: number): Outcome {
-  return { allowed: false, remaining, resetAfter, retryAfter: Math.max(retryAfter, 1), delay: 0 }
+export function denied(remaining: number, resetAfter: number, retryAfter: number, label?: Policy): Outcome {
+  const wait = Math.max(retryAfter, 1)
+  return label === undefined
+    ? { allowed: false, remaining, resetAfter, retryAfter: wait, delay: 0 }
+    : labelled(label, false, remaining, resetAfter, wait, 0, undefined)
+}
+
+/**
+ * An outcome that names its policy: the fields of a Decision's entry for it (`PolicyDecision`).
+ * A meter asked for labelled outcomes makes them so, and the limiter uses them as the entries
+ * as they are, with no copy per policy (see `MemoryStore`'s `consumeEntries`).
+ */
+export interface Labelled extends Outcome {
+  readonly name: string
+  readonly algorithm: Policy['algorithm']
+  readonly limit: number
+  readonly window: number
+}
+
+/** The one place a Decision's entry is made (here or by `toDecision`): one shape, fields in this order. */
+export function labelled(
+  policy: Policy,
+  allowed: boolean,
+  remaining: number,
+  resetAfter: number,
+  retryAfter: number,
+  delay: number,
+  nextAfter: number | undefined,
+): Labelled {
+  return {
+    name: policy.name,
+    algorithm: policy.algorithm,
+    limit: policy.limit,
+    window: policy.window,
+    allowed,
+    remaining,
+    resetAfter,
+    retryAfter,
+    delay,
+    nextAfter,
+  }
 }
 
 /**

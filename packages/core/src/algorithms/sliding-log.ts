@@ -120,9 +120,15 @@ function firstLive(times: readonly number[], from: number, expired: number): num
 }
 
 /** The sliding log's outcome (see `slidingLog`), changing nothing; O(1) amortised on a meter's deque. */
-function decideSlidingLog(state: LogView | undefined, now: number, policy: Policy, cost: number): Outcome {
+function decideSlidingLog(
+  state: LogView | undefined,
+  now: number,
+  policy: Policy,
+  cost: number,
+  label?: Policy,
+): Outcome {
   const { limit, window } = policy
-  if (state !== undefined && ahead(state, now, window)) return decideSlidingLog(undefined, now, policy, cost)
+  if (state !== undefined && ahead(state, now, window)) return decideSlidingLog(undefined, now, policy, cost, label)
   const times = state?.times ?? NONE
   const costs = state === undefined ? NONE : state.costs
   const head = state?.head ?? 0
@@ -141,14 +147,14 @@ function decideSlidingLog(state: LogView | undefined, now: number, policy: Polic
     let i = first
     while (excess > 0) excess -= costAt(costs, i++)
     const leaves = (times[i - 1] as number) + window - now
-    return denied(Math.max(0, limit - used), (newest as number) + window - now, leaves)
+    return denied(Math.max(0, limit - used), (newest as number) + window - now, leaves, label)
   }
   if (cost === 0) {
     const nextAfter = used === limit ? leavingAfter(times, costs, first, window, now) : undefined
-    return admitted(limit - used, newest === undefined ? 0 : newest + window - now, 0, nextAfter)
+    return admitted(limit - used, newest === undefined ? 0 : newest + window - now, 0, nextAfter, label)
   }
   const nextAfter = used + cost === limit ? leavingAfter(times, costs, first, window, now) : undefined
-  return admitted(limit - used - cost, window, 0, nextAfter)
+  return admitted(limit - used - cost, window, 0, nextAfter, label)
 }
 
 const NONE: readonly number[] = []
@@ -174,20 +180,20 @@ function leavingAfter(
  * The outcome `decideSlidingLog` gives for a log of one entry, at `time` with cost `held`: the
  * same arithmetic on the same values, without its loops.
  */
-function decideOne(time: number, held: number, now: number, policy: Policy, cost: number): Outcome {
+function decideOne(time: number, held: number, now: number, policy: Policy, cost: number, label?: Policy): Outcome {
   const { limit, window } = policy
-  if (time <= now - window) return decideSlidingLog(undefined, now, policy, cost)
+  if (time <= now - window) return decideSlidingLog(undefined, now, policy, cost, label)
   if (held + cost > limit) {
     // The excess left after this entry leaves: more than the log holds gives no time (as the loop).
     const leaves = held + cost - limit - held > 0 ? Number.NaN : time + window - now
-    return denied(Math.max(0, limit - held), time + window - now, leaves)
+    return denied(Math.max(0, limit - held), time + window - now, leaves, label)
   }
   // `held` is 0 only after a store's consume of cost 0; then the unit freed is the one admitted now.
   const leaving = Math.max(1, (1 - held > 0 ? now : time) + window - now)
   if (cost === 0) {
-    return admitted(limit - held, time + window - now, 0, held === limit ? leaving : undefined)
+    return admitted(limit - held, time + window - now, 0, held === limit ? leaving : undefined, label)
   }
-  return admitted(limit - held - cost, window, 0, held + cost === limit ? leaving : undefined)
+  return admitted(limit - held - cost, window, 0, held + cost === limit ? leaving : undefined, label)
 }
 
 /**
@@ -200,7 +206,7 @@ function decideOne(time: number, held: number, now: number, policy: Policy, cost
  * where a store calls them (twice each for two policies).
  */
 export const slidingLogMeter: Meter<SlidingLogDeque> = {
-  decide(state, now, policy, cost) {
+  decide(state, now, policy, cost, label) {
     // The common case, nothing leaving, room to spare and no clock step: `used`, the oldest entry
     // and the newest.
     if (
@@ -211,9 +217,9 @@ export const slidingLogMeter: Meter<SlidingLogDeque> = {
       oldestStays(state, now - policy.window) &&
       (state.times[state.times.length - 1] as number) <= now
     ) {
-      return admitted(policy.limit - state.used - cost, policy.window, 0, undefined)
+      return admitted(policy.limit - state.used - cost, policy.window, 0, undefined, label)
     }
-    return decideKept(state, now, policy, cost)
+    return decideKept(state, now, policy, cost, label)
   },
   take(live, now, { window }, cost, spare) {
     // The common case, a unit on a log of units: one push, once what left the window is dropped.
@@ -256,13 +262,19 @@ function oldestStays(state: LogArrays, expired: number): boolean {
 }
 
 /** `decide` on any kept log (or none). */
-function decideKept(state: SlidingLogDeque | undefined, now: number, policy: Policy, cost: number): Outcome {
+function decideKept(
+  state: SlidingLogDeque | undefined,
+  now: number,
+  policy: Policy,
+  cost: number,
+  label?: Policy,
+): Outcome {
   if (state !== undefined && isOne(state)) {
     // A log more than a window ahead (see `ahead`) reads as no log.
-    if (state.times - now > policy.window) return decideSlidingLog(undefined, now, policy, cost)
-    return decideOne(state.times, state.used, now, policy, cost)
+    if (state.times - now > policy.window) return decideSlidingLog(undefined, now, policy, cost, label)
+    return decideOne(state.times, state.used, now, policy, cost, label)
   }
-  return decideSlidingLog(state, now, policy, cost)
+  return decideSlidingLog(state, now, policy, cost, label)
 }
 
 /** `take` on any kept log (or none). */

@@ -84,7 +84,13 @@ export const slidingWindow: Transition<SlidingWindowState> = (state, now, policy
  * oldest sub-window's weighted part plus the whole count of the others, summed as integers
  * first (as the Lua mirror does), so a running total gives the same float as a loop would.
  */
-function decideSlidingWindow(state: Counted | undefined, now: number, policy: Policy, cost: number): Outcome {
+function decideSlidingWindow(
+  state: Counted | undefined,
+  now: number,
+  policy: Policy,
+  cost: number,
+  label?: Policy,
+): Outcome {
   const { limit, precision } = policy
   const size = policy.window / precision
   const start = alignedStart(now, size, state?.start)
@@ -110,14 +116,14 @@ function decideSlidingWindow(state: Counted | undefined, now: number, policy: Po
   if (estimate + cost > limit + ESTIMATE_EPSILON) {
     const wait = timeUntilBelow(counts, shift, 0, precision, left, size, estimate + cost - limit)
     const resetAfter = resetAfterOf(counts, shift, 0, precision, left, size)
-    return denied(floorUnits(limit - estimate), resetAfter, wait)
+    return denied(floorUnits(limit - estimate), resetAfter, wait, label)
   }
   const remaining = floorUnits(limit - estimate - cost)
   const nextAfter =
     remaining === 0
       ? Math.max(1, timeUntilBelow(counts, shift, cost, precision, left, size, estimate + cost + 1 - limit))
       : undefined
-  return admitted(remaining, resetAfterOf(counts, shift, cost, precision, left, size), 0, nextAfter)
+  return admitted(remaining, resetAfterOf(counts, shift, cost, precision, left, size), 0, nextAfter, label)
 }
 
 /** The count of sub-window `i` (0 the oldest, `precision` the newest). */
@@ -133,7 +139,7 @@ function countIn({ newest, older, total }: Counted, precision: number, i: number
  * the precision.
  */
 export const slidingWindowMeter: Meter<RunningWindow> = {
-  decide(state, now, policy, cost) {
+  decide(state, now, policy, cost, label) {
     // The common case inline, from the state's fields alone: still in the stored sub-window, the
     // newest sub-window holding counts, quota to spare. The same floats in the same order as
     // `decideSlidingWindow` with no sub-window passed; an empty oldest sub-window (a key younger
@@ -146,10 +152,10 @@ export const slidingWindowMeter: Meter<RunningWindow> = {
         const left = start + size - now
         const weighted = oldest === 0 ? 0 : (oldest * left) / size
         const remaining = floorUnits(limit - (weighted + (total - oldest)) - cost)
-        if (remaining >= 1) return admitted(remaining, left + precision * size, 0, undefined)
+        if (remaining >= 1) return admitted(remaining, left + precision * size, 0, undefined, label)
       }
     }
-    return decideSlidingWindow(state, now, policy, cost)
+    return decideSlidingWindow(state, now, policy, cost, label)
   },
   take(state, now, { window, precision }, cost, spare) {
     const size = window / precision

@@ -81,7 +81,13 @@ function tokensAt(state: TokenBucketState | undefined, now: number, policy: Poli
 }
 
 /** The token bucket's outcome (see `tokenBucket`), changing nothing. */
-function decideTokenBucket(state: TokenBucketState | undefined, now: number, policy: Policy, cost: number): Outcome {
+function decideTokenBucket(
+  state: TokenBucketState | undefined,
+  now: number,
+  policy: Policy,
+  cost: number,
+  label?: Policy,
+): Outcome {
   const { limit, window, burst, maxDelay } = policy
   const capacity = burst * window
   const tokens = tokensAt(state, now, policy)
@@ -90,7 +96,7 @@ function decideTokenBucket(state: TokenBucketState | undefined, now: number, pol
 
   if (next < -debtAllowed) {
     const waitForTokens = ceilMs((-next - debtAllowed) / limit)
-    return denied(Math.max(0, Math.floor(tokens / window)), ceilMs((capacity - tokens) / limit), waitForTokens)
+    return denied(Math.max(0, Math.floor(tokens / window)), ceilMs((capacity - tokens) / limit), waitForTokens, label)
   }
   const remaining = Math.max(0, Math.floor(next / window))
   return admitted(
@@ -98,6 +104,7 @@ function decideTokenBucket(state: TokenBucketState | undefined, now: number, pol
     ceilMs((capacity - next) / limit),
     next < 0 ? ceilMs(-next / limit) : 0,
     remaining === 0 ? Math.max(1, ceilMs((window - next) / limit)) : undefined,
+    label,
   )
 }
 
@@ -122,6 +129,31 @@ export const tokenBucketMeter: Meter<Mutable<TokenBucketState> & Kept> = {
     updated: (state as TokenBucketState).updated,
     burst: (state as TokenBucketState).burst,
     limit: (state as TokenBucketState).limit,
+    expiry: 0,
+    protectedUntil: 0,
+  }),
+}
+
+/**
+ * `tokenBucketMeter` for a policy without a name: its limit and burst are part of its id, so they
+ * never change under its state, and the bucket keeps no plan (`storedTokens` reads the policy's).
+ * A plain policy pays nothing for plan changes: two fields fewer to write per decision and to hold
+ * per key.
+ */
+export const plainTokenBucketMeter: Meter<Mutable<TokenBucketState> & Kept> = {
+  decide: decideTokenBucket,
+  take(live, now, policy, cost, spare) {
+    const tokens = tokensAt(live, now, policy) - cost * policy.window
+    const state = live ?? spare
+    if (state === undefined) return { tokens, updated: now, expiry: 0, protectedUntil: 0 }
+    state.tokens = tokens
+    state.updated = now
+    return state
+  },
+  toState: (state) => state,
+  fromState: (state) => ({
+    tokens: (state as TokenBucketState).tokens,
+    updated: (state as TokenBucketState).updated,
     expiry: 0,
     protectedUntil: 0,
   }),

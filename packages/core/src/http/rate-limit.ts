@@ -6,10 +6,11 @@ import {
   LIMITER_OPTION_NAMES,
   type Limiter,
   type LimiterOptions,
-  sharedPolicyOf,
+  StoreLimiter,
 } from '../limiter.js'
 import { capacityOf } from '../policy.js'
-import { type Awaitable, andThen, isThenable } from '../stores/store.js'
+import { type Awaitable, andThen, isThenable, type Store } from '../stores/store.js'
+import { refundsNeeded, type Warnings } from '../validations.js'
 import {
   type HeaderEntry,
   type HeaderMode,
@@ -144,7 +145,7 @@ export function createRateLimitHandler<A extends unknown[], R>(
     if (policy !== undefined) common.warnings.sharedPolicy(policy)
   }
   const cost = costOf(options.cost, fixed?.limiter)
-  const refundRule = refundRuleOf(options, fixed?.limiter, adapter)
+  const refundRule = refundRuleOf(options, fixed?.limiter, adapter, common.warnings)
   const fixedCost = typeof cost === 'number' ? { cost } : undefined
   const { key, skip, statusCode, dryRun } = common
   const storeErrorStatusCode = errorStatusOption('storeErrorStatusCode', options.storeErrorStatusCode ?? 503)
@@ -356,6 +357,7 @@ function refundRuleOf<A extends unknown[]>(
   options: RateLimitOptions<A, unknown>,
   limiter: Limiter | undefined,
   adapter: Adapter<A>,
+  warnings: Warnings,
 ): AfterResponse<A> | undefined {
   const { skipSuccessfulRequests = false, skipFailedRequests = false, requestWasSuccessful, actualCost } = options
   if (typeof skipSuccessfulRequests !== 'boolean') {
@@ -368,7 +370,7 @@ function refundRuleOf<A extends unknown[]>(
     throw new ConfigError('requestWasSuccessful', requestWasSuccessful, 'must be a function of the request')
   }
   if (actualCost !== undefined)
-    return actualCostRuleOf(actualCost, skipSuccessfulRequests || skipFailedRequests, limiter)
+    return actualCostRuleOf(actualCost, skipSuccessfulRequests || skipFailedRequests, limiter, warnings)
   if (!skipSuccessfulRequests && !skipFailedRequests) {
     if (requestWasSuccessful !== undefined) {
       throw new ConfigError(
@@ -385,7 +387,7 @@ function refundRuleOf<A extends unknown[]>(
   }
   // A limiter that a function picks is checked when it is first picked.
   if (limiter !== undefined && !limiter.canRefund) {
-    throw new ConfigError(field, true, "needs a store that can refund (MemoryStore, RedisStore); the limiter's cannot")
+    throw refundsNeeded(field, true)
   }
   const succeeded = requestWasSuccessful ?? ((...args: A) => adapter.status(...args) < 400)
   return {
@@ -414,12 +416,14 @@ function refundRuleOf<A extends unknown[]>(
  * `actualCost`: once the response is done (or never completed: work may have been spent all the
  * same), its units are settled against the cost the request was admitted on (`limiter.settle`).
  * A function that returns undefined, or throws, or returns what is no cost, leaves the
- * reservation as it stands: the response has gone, so there is nobody left to tell but the log.
+ * reservation as it stands: the response has gone, so there is nobody left to tell but the log
+ * (SLUICE_ACTUAL_COST_FAILED).
  */
 function actualCostRuleOf<A extends unknown[]>(
   actualCost: unknown,
   withSkip: boolean,
   limiter: Limiter | undefined,
+  warnings: Warnings,
 ): AfterResponse<A> {
   if (typeof actualCost !== 'function') {
     throw new ConfigError('actualCost', actualCost, 'must be a function of the request and response that returns units')
@@ -431,13 +435,7 @@ function actualCostRuleOf<A extends unknown[]>(
       'cannot be used with skipSuccessfulRequests or skipFailedRequests: return 0 from it to give a request back',
     )
   }
-  if (limiter !== undefined && !limiter.canRefund) {
-    throw new ConfigError(
-      'actualCost',
-      actualCost,
-      "needs a store that can refund (MemoryStore, RedisStore); the limiter's cannot",
-    )
-  }
+  if (limiter !== undefined && !limiter.canRefund) throw refundsNeeded('actualCost', actualCost)
   const read = actualCost as (...args: A) => Awaitable<number | undefined>
   return {
     field: 'actualCost',
@@ -445,20 +443,18 @@ function actualCostRuleOf<A extends unknown[]>(
       const settleWith = (actual: number | undefined): void => {
         if (actual === undefined) return
         limiter.settle(key, { reserved, actual, admittedAt }).catch((error: unknown) => {
-          console.error(`sluice: actualCost returned ${String(actual)}, which cannot be settled:`, error)
+          warnings.actualCostFailed(`returned ${String(actual)}, which cannot be settled`, error)
         })
       }
       let actual: Awaitable<number | undefined>
       try {
         actual = read(...args)
       } catch (error) {
-        console.error('sluice: actualCost threw; the reserved cost stands:', error)
+        warnings.actualCostFailed('threw', error)
         return
       }
       if (isThenable(actual)) {
-        actual.then(settleWith, (error: unknown) =>
-          console.error('sluice: actualCost rejected; the reserved cost stands:', error),
-        )
+        actual.then(settleWith, (error: unknown) => warnings.actualCostFailed('rejected', error))
       } else settleWith(actual)
     },
   }
@@ -482,3 +478,28 @@ function settlerOf<A extends unknown[]>(
 }
 
 function ignore(): void {}
+
+/** Per store, per policy id: the first limiter without a namespace that a middleware used it with. */
+const policiesInUse = new WeakMap<Store, Map<string, Limiter>>()
+
+/**
+ * Records `limiter` as used by a middleware and returns the name of a policy that another
+ * limiter without a namespace already uses on the same store, so both count every request
+ * together (a global '10/min' plus a route '10/min' counts twice). Undefined when there is none,
+ * when the limiter has a namespace, or when it was not made by createLimiter.
+ */
+function sharedPolicyOf(limiter: Limiter): string | undefined {
+  if (!(limiter instanceof StoreLimiter) || limiter.namespace !== undefined) return undefined
+  let seen = policiesInUse.get(limiter.store)
+  if (seen === undefined) {
+    seen = new Map()
+    policiesInUse.set(limiter.store, seen)
+  }
+  let shared: string | undefined
+  for (const policy of limiter.set.policies) {
+    const first = seen.get(policy.id)
+    if (first === undefined) seen.set(policy.id, limiter)
+    else if (first !== limiter) shared ??= policy.name
+  }
+  return shared
+}

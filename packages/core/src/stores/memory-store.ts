@@ -7,10 +7,12 @@ import {
   type Outcome,
   peekOutcome,
   penalize,
+  plainMeters,
   refund,
   step,
 } from '../algorithms/index.js'
 import { peekOf } from '../algorithms/outcome.js'
+import { entryOf, type PolicyDecision } from '../decision.js'
 import { ConfigError, StoreFullError } from '../errors.js'
 import { assertKnownOptions } from '../known-options.js'
 import { isNamed, type Policy, type PolicySet } from '../policy.js'
@@ -84,6 +86,13 @@ interface Plan {
   /** Each policy's time minus the store's time (see `shiftOf`). */
   readonly shifts: readonly number[]
 }
+
+/**
+ * `store.consume` with each outcome made as the Decision's entry for its policy (see `Labelled`):
+ * the limiter's path for a MemoryStore of its own class, which saves a copy of each outcome
+ * (`toDecision`). Not part of the public API.
+ */
+export let consumeEntries: (store: MemoryStore, key: string, set: PolicySet, cost: number) => readonly PolicyDecision[]
 
 /** Expired entries looked at per new key: keeps memory trim without a timer. */
 const SWEEP_PER_INSERT = 2
@@ -168,24 +177,38 @@ export class MemoryStore implements Store {
    * the key keeps is protected while its outcome says it is used up (see `protect`).
    */
   consume(key: string, set: PolicySet, cost: number): readonly Outcome[] {
+    return this.#consume(key, set, cost, false)
+  }
+
+  static {
+    consumeEntries = (store, key, set, cost) => store.#consume(key, set, cost, true) as readonly PolicyDecision[]
+  }
+
+  /** `consume`; with `asEntries`, each outcome made as the Decision's entry for its policy (a `label`). */
+  #consume(key: string, set: PolicySet, cost: number, asEntries: boolean): readonly Outcome[] {
     const now = this.#time()
     const plan = this.#planOf(set)
-    if (plan.transitions) return this.#consumeByTransitions(key, plan, cost, now)
+    if (plan.transitions) {
+      const outcomes = this.#consumeByTransitions(key, plan, cost, now)
+      return asEntries ? outcomes.map((o, i) => entryOf(set.policies[i] as Policy, o)) : outcomes
+    }
     let held = this.#entries.get(key)
-    if (plan.bare && !(held instanceof Entry)) return this.#consumeBare(key, held, plan, cost, now)
+    if (plan.bare && !(held instanceof Entry)) return this.#consumeBare(key, held, plan, cost, now, asEntries)
     const { policies } = set
-    if (policies.length === 2) return this.#consumePair(key, held, plan, cost, now)
+    if (policies.length === 2) return this.#consumePair(key, held, plan, cost, now, asEntries)
     const { indices, shifts } = plan
     const planMeters = plan.meters as readonly Meter<Kept>[]
     const outcomes: Outcome[] = new Array(policies.length)
     let allowed = true
     for (let i = 0; i < policies.length; i++) {
+      const policy = policies[i] as Policy
       const state = live(stateAt(held, indices[i] as number), now)
       const outcome = (planMeters[i] as Meter<Kept>).decide(
         state,
         now + (shifts[i] as number),
-        policies[i] as Policy,
+        policy,
         cost,
+        asEntries ? policy : undefined,
       )
       outcomes[i] = outcome
       if (!outcome.allowed) allowed = false
@@ -196,7 +219,8 @@ export class MemoryStore implements Store {
         let outcome = outcomes[i] as Outcome
         if (outcome.allowed) {
           const time = now + (shifts[i] as number)
-          outcome = (planMeters[i] as Meter<Kept>).decide(state, time, policies[i] as Policy, 0)
+          const policy = policies[i] as Policy
+          outcome = (planMeters[i] as Meter<Kept>).decide(state, time, policy, 0, asEntries ? policy : undefined)
           outcomes[i] = outcome
         }
         if (state !== undefined) protect(state, outcome, now)
@@ -223,12 +247,19 @@ export class MemoryStore implements Store {
    * 3 069 instructions a decision against 2 559 here (−17 %), and "sluice sliding-window, 1 policy"
    * 2 940 against 2 563 (−13 %) (callgrind, 2026-11-26, bench/README.md).
    */
-  #consumeBare(key: string, held: Kept | undefined, plan: Plan, cost: number, now: number): readonly Outcome[] {
+  #consumeBare(
+    key: string,
+    held: Kept | undefined,
+    plan: Plan,
+    cost: number,
+    now: number,
+    asEntries: boolean,
+  ): readonly Outcome[] {
     const policy = plan.set.policies[0] as Policy
     const meter = plan.meters[0] as Meter<Kept>
     const time = now + (plan.shifts[0] as number)
     const state = live(held, now)
-    const outcome = meter.decide(state, time, policy, cost)
+    const outcome = meter.decide(state, time, policy, cost, asEntries ? policy : undefined)
     if (!outcome.allowed) {
       if (state !== undefined) protect(state, outcome, now)
       return [outcome]
@@ -247,7 +278,14 @@ export class MemoryStore implements Store {
    * "sluice sliding-log, 2 policies" ran 3 393 instructions a decision against 2 979 here
    * (−12 %; callgrind, 2026-11-26, bench/README.md).
    */
-  #consumePair(key: string, held: Held | undefined, plan: Plan, cost: number, now: number): readonly Outcome[] {
+  #consumePair(
+    key: string,
+    held: Held | undefined,
+    plan: Plan,
+    cost: number,
+    now: number,
+    asEntries: boolean,
+  ): readonly Outcome[] {
     const { policies } = plan.set
     const { indices, shifts } = plan
     const first = policies[0] as Policy
@@ -262,8 +300,10 @@ export class MemoryStore implements Store {
     const secondStored = stateAt(held, secondIndex)
     const firstLive = live(firstStored, now)
     const secondLive = live(secondStored, now)
-    let firstOutcome = firstMeter.decide(firstLive, firstTime, first, cost)
-    let secondOutcome = secondMeter.decide(secondLive, secondTime, second, cost)
+    const firstLabel = asEntries ? first : undefined
+    const secondLabel = asEntries ? second : undefined
+    let firstOutcome = firstMeter.decide(firstLive, firstTime, first, cost, firstLabel)
+    let secondOutcome = secondMeter.decide(secondLive, secondTime, second, cost, secondLabel)
     if (firstOutcome.allowed && secondOutcome.allowed) {
       const entry = held === undefined ? this.#newEntry(key, now) : this.#entryOf(key, held)
       const firstState = firstMeter.take(firstLive, firstTime, first, cost, firstStored)
@@ -276,8 +316,8 @@ export class MemoryStore implements Store {
       if (secondState !== secondStored) setSlot(entry, secondIndex, secondState)
       return [firstOutcome, secondOutcome]
     }
-    if (firstOutcome.allowed) firstOutcome = firstMeter.decide(firstLive, firstTime, first, 0)
-    if (secondOutcome.allowed) secondOutcome = secondMeter.decide(secondLive, secondTime, second, 0)
+    if (firstOutcome.allowed) firstOutcome = firstMeter.decide(firstLive, firstTime, first, 0, firstLabel)
+    if (secondOutcome.allowed) secondOutcome = secondMeter.decide(secondLive, secondTime, second, 0, secondLabel)
     if (firstLive !== undefined) protect(firstLive, firstOutcome, now)
     if (secondLive !== undefined) protect(secondLive, secondOutcome, now)
     return [firstOutcome, secondOutcome]
@@ -438,7 +478,9 @@ export class MemoryStore implements Store {
         }
         return index
       })
-      const planMeters = set.policies.map((policy) => (policy.blockFor > 0 ? undefined : meters[policy.algorithm]))
+      const planMeters = set.policies.map((policy) =>
+        policy.blockFor > 0 ? undefined : (isNamed(policy) ? meters : plainMeters)[policy.algorithm],
+      )
       // Two policies alike but for their names share one state: taking in place would count twice.
       const inPlace = planMeters.every((meter) => meter !== undefined) && new Set(indices).size === indices.length
       const bare = indices.length === 1 && indices[0] === 0

@@ -1,5 +1,6 @@
 import { type ActiveClients, ConfigError, type Observe, type ObserveEvent, type SyncEvent } from '@sluice/core'
-import { type ActiveClientsSync, assertKnownOptions, containObserve, toMilliseconds } from '@sluice/core/store'
+import type { ActiveClientsSync } from '@sluice/core/adapter'
+import { assertKnownOptions, containObserve, toMilliseconds } from '@sluice/core/internal'
 import { type RedisClient, run, type ScriptClient, script, scriptClient } from '../client.js'
 import { ACTIVE_CLIENTS_SYNC_LUA } from '../lua/active-clients.js'
 import { assertPrefix } from '../options.js'

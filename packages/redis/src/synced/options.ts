@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { ConfigError, type Observe } from '@sluice/core'
-import { assertKnownOptions, toMilliseconds } from '@sluice/core/store'
+import { assertKnownOptions, toMilliseconds } from '@sluice/core/internal'
 import type { RedisClient } from '../client.js'
 import { assertPrefix } from '../options.js'
 

@@ -1,5 +1,5 @@
 import type { Policy, PolicySet } from '@sluice/core'
-import { policySetOf } from '@sluice/core/store'
+import { policySetOf } from '@sluice/core/internal'
 import { BUCKETS } from './buckets.js'
 
 /** Shares are kept in whole percent: a set is cut once per percent, and rounding down keeps the nodes' sum ≤ 1. */

@@ -1,5 +1,6 @@
 import { type AlgorithmName, MemoryStore, type Policy, type PolicySet, StoreFullError } from '@sluice/core'
-import { containObserve, evaluate, type Outcome, peekOutcome, type Store } from '@sluice/core/store'
+import { containObserve } from '@sluice/core/internal'
+import { evaluate, type Outcome, peekOutcome, type Store } from '@sluice/core/store'
 import { run, type ScriptClient, script, scriptClient } from '../client.js'
 import { hashTag } from '../keys.js'
 import { RESET_LUA, resetCall, type SentWindow } from '../lua/sync.js'
