@@ -1,6 +1,7 @@
 import { type AlgorithmName, MemoryStore, type Policy, type PolicySet, StoreFullError } from '@sluice/core'
 import { containObserve, evaluate, type Outcome, peekOutcome, type Store } from '@sluice/core/store'
 import { run, type ScriptClient, script, scriptClient } from '../client.js'
+import { CLOSE_TIMEOUT_MS, type CloseReport } from '../close-report.js'
 import { hashTag } from '../keys.js'
 import { RedisStore } from '../store.js'
 import { BUCKETS, BucketPath } from './buckets.js'
@@ -13,6 +14,7 @@ import { resolveOptions, type SyncedStoreOptions } from './options.js'
 import { Shares } from './shares.js'
 import { SYNC_TIMEOUT_MS, SyncLoop } from './sync.js'
 import { RESET_LUA } from './sync-lua.js'
+import { withTimeout } from './timeout.js'
 
 export type { SyncedStoreOptions } from './options.js'
 
@@ -65,7 +67,7 @@ export class SyncedStore implements Store {
    * counted again after its eviction writes fields of its own (see `PolicyCounters.incarnation`).
    */
   #evictions = 0
-  #closed = false
+  #closing: Promise<CloseReport> | undefined
 
   constructor(options: SyncedStoreOptions) {
     const resolved = resolveOptions(options)
@@ -196,15 +198,32 @@ export class SyncedStore implements Store {
     for (const { window, admitted, refunded, exact } of sent) window.acknowledge(admitted, refunded, exact, false)
   }
 
-  /** Sends what is pending and gives back leased grants (one attempt), leaves the set of live nodes and stops the timers. */
-  async close(): Promise<void> {
-    if (this.#closed) return
-    this.#closed = true
-    await Promise.all([
+  /**
+   * Sends what is pending, gives back leased grants (one attempt), leaves the set of live nodes and
+   * stops the timers. Resolves within CLOSE_TIMEOUT_MS whatever Redis does, saying what did not
+   * reach Redis by then (see `CloseReport`).
+   */
+  close(): Promise<CloseReport> {
+    this.#closing ??= this.#close()
+    return this.#closing
+  }
+
+  async #close(): Promise<CloseReport> {
+    let left = false
+    const work = Promise.all([
       this.#loop.close(() => this.#exact.settle(EXACT_TIMEOUT_MS + SYNC_TIMEOUT_MS)),
       this.#buckets.close(),
+      this.#fleet.leave(CLOSE_TIMEOUT_MS).then((ok) => {
+        left = ok
+      }),
     ])
-    await this.#fleet.leave(SYNC_TIMEOUT_MS)
+    await withTimeout(work, CLOSE_TIMEOUT_MS).catch(() => undefined)
+    let unsentKeys = 0
+    this.#entries.visitAll((entry) => {
+      if (entry.counters.some((c) => c.windows.some((w) => w.dirty))) unsentKeys++
+    })
+    const unreturnedLeases = this.#buckets.unreturned
+    return { complete: left && unsentKeys === 0 && unreturnedLeases === 0, unsentKeys, unreturnedLeases, left }
   }
 
   /**
