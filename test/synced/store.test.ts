@@ -263,16 +263,41 @@ describe.skipIf(!redis).each(CLIENTS)('SyncedStore on one Redis (stores as nodes
     await store.close()
   })
 
-  it('maxKeys: forgets a key Redis has in full; with every key unsent, a new key is a StoreFullError', async () => {
+  it('maxKeys: forgets a key Redis has in full; with every key unsent and Redis healthy, a new key waits for one sync, never a StoreFullError', async () => {
     const [a] = nodes(1) as [SyncedStore]
-    const store = new SyncedStore({ client: storeClient, prefix: a.prefix, maxKeys: 2, now: () => T })
+    const store = new SyncedStore({ client: storeClient, prefix: a.prefix, maxKeys: 2, now: () => T, interval: 50 })
     const set = parsePolicies({ limit: 5, window: 1000, algorithm: 'fixed-window' })
     store.consume('one', set, 1)
     store.consume('two', set, 1)
-    expect(() => store.consume('three', set, 1)).toThrow(StoreFullError)
-    await store.flush()
-    expect(allowed(store.consume('three', set, 1) as Outcome[])).toBe(true)
+    // Full of unsent counts: the new key's decision waits for the sync that makes room.
+    const three = store.consume('three', set, 1)
+    expect(isThenable(three as never)).toBe(true)
+    // A key it holds is still decided in the same tick.
+    expect(allowed(store.consume('two', set, 1) as Outcome[])).toBe(true)
+    expect(allowed(await three)).toBe(true)
+    // What the evicted key counted reached Redis before it was forgotten.
+    expect(await redisCount(a.prefix, 'one')).toBe(1)
+    expect(await redisCount(a.prefix, 'two')).toBe(2)
     await Promise.all([a.close(), store.close()])
+  })
+
+  it('maxKeys: a flood of new keys while Redis is healthy fails no decision and keeps a held key in the same tick', async () => {
+    const store = new SyncedStore({
+      client: storeClient,
+      prefix: uniquePrefix('flood'),
+      maxKeys: 20,
+      now: () => T,
+      interval: 50,
+    })
+    const set = parsePolicies({ limit: 1000, window: 60_000, algorithm: 'sliding-window' })
+    const answers: (readonly Outcome[] | Promise<readonly Outcome[]>)[] = []
+    for (let i = 0; i < 200; i++) {
+      answers.push(store.consume(`flood-${i}`, set, 1))
+      expect(isThenable(store.consume('hot', set, 1) as never)).toBe(false)
+    }
+    const settled = await Promise.allSettled(answers)
+    expect(settled.filter((s) => s.status === 'rejected')).toEqual([])
+    await store.close()
   })
 
   /** Redis's global count of `key` over its sub-window hashes: Σa + Σx − Σr − o, as the scripts sum it. */
@@ -431,6 +456,22 @@ describe('SyncedStore with Redis unreachable', () => {
     client.disconnect()
     await new Promise((r) => setTimeout(r, 50))
     expect(rejections.seen).toEqual([])
+  })
+
+  it('maxKeys: full of counts it could not send, a new key is a StoreFullError (onStoreError decides it)', async () => {
+    let now = 1_700_000_000_000
+    const client = new Redis({ port: 1, lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false })
+    client.on('error', () => {})
+    const store = new SyncedStore({ client, interval: 20, now: () => now, maxKeys: 2 })
+    const set = parsePolicies({ limit: 10, window: 60_000, algorithm: 'fixed-window' })
+    await store.flush()
+    now += 5000
+    store.consume('one', set, 1)
+    store.consume('two', set, 1)
+    expect(() => store.consume('three', set, 1)).toThrow(StoreFullError)
+    expect(allowed(store.consume('two', set, 1) as Outcome[])).toBe(true)
+    await store.close()
+    client.disconnect()
   })
 
   it('unreachable from the start, on a default client: 8 decisions of each algorithm answer in the same tick, within 50 ms in all', async () => {

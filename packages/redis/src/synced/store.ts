@@ -68,6 +68,8 @@ export class SyncedStore implements Store {
    */
   #evictions = 0
   #closing: Promise<CloseReport> | undefined
+  /** The sync making room in a full store, while one runs. */
+  #room: Promise<void> | undefined
 
   constructor(options: SyncedStoreOptions) {
     const resolved = resolveOptions(options)
@@ -116,8 +118,10 @@ export class SyncedStore implements Store {
     this.#loop.start()
     if (!this.#countsLocally(set)) return this.#buckets.consume(key, set, cost)
     const local = this.#clock.local()
+    const entry = this.#entries.get(key, set) ?? this.#newEntry(key, set, local)
+    // Full of counts Redis has not heard yet: the decision waits for the sync that makes room.
+    if (entry === undefined) return this.#makeRoom().then(() => this.#afterRoom(key, set, cost))
     const now = this.#clock.at(local)
-    const entry = this.#entryOf(key, set)
     const all = entry.counters
     for (let i = 0; i < all.length; i++) {
       const counters = all[i] as PolicyCounters
@@ -286,11 +290,47 @@ export class SyncedStore implements Store {
     return this.#shares.of(set, this.#shares.fraction(this.#fleet.liveNodes, traffic))
   }
 
-  #entryOf(key: string, set: PolicySet): Entry {
-    const entry = this.#entries.get(key, set)
-    if (entry !== undefined) return entry
-    if (this.#entries.size >= this.#maxKeys) this.#evict()
+  /**
+   * A new entry for the key, room made by forgetting a key Redis has in full; undefined when every
+   * key holds unsent counts and Redis answers (one sync will make room); a StoreFullError when it
+   * does not (the limiter's `onStoreError` decides).
+   */
+  #newEntry(key: string, set: PolicySet, local: number): Entry | undefined {
+    if (this.#entries.size >= this.#maxKeys && !this.#evict()) {
+      if (!this.#loop.degradedAt(local)) return undefined
+      throw this.#full()
+    }
     return this.#entries.add(key, set, (policy) => this.#countersOf(key, policy))
+  }
+
+  /** One sync carrying every held change, shared by the decisions waiting for room. */
+  #makeRoom(): Promise<void> {
+    this.#room ??= this.#loop.flush().finally(() => {
+      this.#room = undefined
+    })
+    return this.#room
+  }
+
+  /**
+   * The decision of a key that waited for room. Other waiters may have taken what the sync freed:
+   * then another sync, as long as Redis answers and each sync frees something for someone.
+   */
+  #afterRoom(
+    key: string,
+    set: PolicySet,
+    cost: number,
+    evictions = -1,
+  ): readonly Outcome[] | Promise<readonly Outcome[]> {
+    if (this.#entries.get(key, set) !== undefined || this.#entries.size < this.#maxKeys || this.#evict()) {
+      return this.consume(key, set, cost)
+    }
+    if (this.#evictions === evictions || this.#loop.degradedAt(this.#clock.local())) throw this.#full()
+    const before = this.#evictions
+    return this.#makeRoom().then(() => this.#afterRoom(key, set, cost, before))
+  }
+
+  #full(): StoreFullError {
+    return new StoreFullError(`SyncedStore holds ${this.#maxKeys} keys with counts not yet sent to Redis (maxKeys)`)
   }
 
   /** Each policy's counters for the key, from the set's entry or whichever set made them; undefined where none. */
@@ -306,15 +346,12 @@ export class SyncedStore implements Store {
   /**
    * Makes room by forgetting the oldest key whose counts Redis has in full (its global count comes
    * back at the next sync if it is used again, and its new counts go to fields of a new incarnation,
-   * added to the forgotten ones). When every key holds unsent counts (Redis down long enough to
-   * fill memory), a new key gets a StoreFullError: the limiter's `onStoreError` decides it.
+   * added to the forgotten ones); whether there was one.
    */
-  #evict(): void {
-    if (this.#entries.dropFirst((entry) => entry.counters.every((c) => c.windows.every((w) => !w.dirty)))) {
-      this.#evictions++
-      return
-    }
-    throw new StoreFullError(`SyncedStore holds ${this.#maxKeys} keys with counts not yet sent to Redis (maxKeys)`)
+  #evict(): boolean {
+    if (!this.#entries.dropFirst((entry) => entry.counters.every((c) => c.windows.every((w) => !w.dirty)))) return false
+    this.#evictions++
+    return true
   }
 
   /** Whether every policy of the set is a window this store counts locally (once per set). */
