@@ -357,14 +357,15 @@ describe.skipIf(!redis).each(CLIENTS)('SyncedStore on one Redis (stores as nodes
       // A long interval: only flushes sync, so the exact script is what carries the new local counts.
       const a = evictingNode(prefix, { exactAbove: 0.5, interval: 60_000 })
       const set = parsePolicies({ limit: 10, window: 1000, algorithm })
-      for (let i = 0; i < 4; i++) expect(isThenable(a.consume('k', set, 1) as never)).toBe(false)
+      // 2 of 10: under half of exactAbove of the limit, so not protected from eviction.
+      for (let i = 0; i < 2; i++) expect(isThenable(a.consume('k', set, 1) as never)).toBe(false)
       await a.flush()
       await a.consume('other', set, 1) // evicts 'k'
       await a.flush()
-      // 'k' is new here again: local up to half the limit, then exact, which must see the 4 from before.
+      // 'k' is new here again: local up to half the limit, then exact, which must see the 2 from before.
       let admitted = 0
       for (let i = 0; i < 10; i++) if (allowed(await a.consume('k', set, 1))) admitted++
-      expect(admitted).toBe(6)
+      expect(admitted).toBe(8)
       await a.flush()
       expect(await redisCount(prefix, 'k')).toBe(10)
       await a.close()
@@ -377,19 +378,71 @@ describe.skipIf(!redis).each(CLIENTS)('SyncedStore on one Redis (stores as nodes
     skip(kind.name !== 'ioredis', 'CLIENT PAUSE stalls the shared Redis: once, not once per client library')
     const prefix = uniquePrefix('synced-evict-take-back')
     const a = evictingNode(prefix, { exactAbove: 0.1 })
-    const set = parsePolicies({ limit: 10, window: 1000, algorithm: 'fixed-window' })
-    expect(allowed(await a.consume('k', set, 1))).toBe(true)
+    const set = parsePolicies({ limit: 100, window: 1000, algorithm: 'fixed-window' })
+    // 4 of 100: under half of exactAbove of the limit, so not protected from eviction.
+    for (let i = 0; i < 4; i++) expect(allowed(await a.consume('k', set, 1))).toBe(true)
     await a.flush()
-    a.consume('other', set, 1) // evicts 'k'
+    await a.consume('other', set, 1) // evicts 'k'
     await a.flush()
-    expect(allowed(await a.consume('k', set, 1))).toBe(true) // counted locally, under a new incarnation
+    // Counted locally under a new incarnation up to exactAbove of the limit.
+    for (let i = 0; i < 6; i++) expect(allowed(await a.consume('k', set, 1))).toBe(true)
+    await a.flush()
     const pauser = new Redis(server.url)
     await pauser.client('PAUSE', 600, 'ALL')
     expect(allowed(await a.consume('k', set, 1))).toBe(false) // the script runs when the pause ends and admits
     await a.close() // waits for the late reply, then takes it back
     pauser.disconnect()
     const [hash] = await client.keys(`${prefix}{k}:s:*`)
-    expect(await client.hgetall(hash as string)).toEqual({ 'a:n0': '1', 'a2:n0': '1', 'x2:n0': '0' })
+    expect(await client.hgetall(hash as string)).toEqual({ 'a:n0': '4', 'a2:n0': '6', 'x2:n0': '0' })
+  })
+
+  it('maxKeys: a flood of new keys never frees a limited key (as MemoryStore protects one)', async () => {
+    const prefix = uniquePrefix('synced-protect')
+    const a = new SyncedStore({
+      client: storeClient,
+      prefix,
+      nodeId: 'n0',
+      maxKeys: 4,
+      now: () => T + 100,
+      interval: 50,
+    })
+    const set = parsePolicies({ limit: 10, window: 60_000, algorithm: 'fixed-window' })
+    for (let i = 0; i < 10; i++) await a.consume('hot', set, 1)
+    expect(allowed(await a.consume('hot', set, 1))).toBe(false)
+    await a.flush()
+    for (let i = 0; i < 40; i++) await a.consume(`flood-${i}`, set, 1)
+    // Still held, still limited: decided in the same tick, denied.
+    const after = a.consume('hot', set, 1)
+    expect(isThenable(after as never)).toBe(false)
+    expect(allowed(after as Outcome[])).toBe(false)
+    await a.close()
+  })
+
+  it('maxKeys: a key forgotten and used again goes on from the global count it knew, in the same fields', async () => {
+    const prefix = uniquePrefix('synced-ghost')
+    const a = new SyncedStore({
+      client: storeClient,
+      prefix,
+      nodeId: 'n0',
+      maxKeys: 4,
+      now: () => T + 100,
+      interval: 50,
+    })
+    const set = parsePolicies({ limit: 10, window: 60_000, algorithm: 'fixed-window' })
+    for (let i = 0; i < 3; i++) a.consume('k', set, 1)
+    for (const key of ['a', 'b', 'c']) a.consume(key, set, 1)
+    await a.flush()
+    a.consume('d', set, 1) // a clock sweep: every key had its second chance, then 'k' (oldest) goes
+    await a.flush()
+    let admitted = 0
+    for (let i = 0; i < 10; i++) if (allowed(await a.consume('k', set, 1))) admitted++
+    expect(admitted).toBe(7)
+    await a.flush()
+    expect(await redisCount(prefix, 'k')).toBe(10)
+    const [hash] = await client.keys(`${prefix}{k}:s:*`)
+    // Incarnation 0's fields only (local and exact admissions, the denial's flag): no new ones.
+    expect(Object.keys(await client.hgetall(hash as string)).sort()).toEqual(['a:n0', 'd', 'x:n0'])
+    await a.close()
   })
 
   it('maxKeys: a reset of a key evicted and counted again takes off both counts, and later counts add to 0', async () => {

@@ -388,6 +388,20 @@ export class PolicyCounters {
     }
   }
 
+  /**
+   * Whether the key is limited or near its limit at `now`: a denial in a sub-window an estimate
+   * reads, or those sub-windows' counts summed at `near` of the limit or more.
+   */
+  pressing(now: number, near: number): boolean {
+    let total = 0
+    for (const w of this.windows) {
+      if (!this.live(w, now)) continue
+      if (w.deniedAnywhere || w.deniedHere) return true
+      total += w.estimate
+    }
+    return total >= near * this.limit
+  }
+
   /** The core algorithm's state built from the global estimates, for the transitions in core. */
   stateAt(now: number, own = false): unknown {
     let start = this.currentStart(now)
