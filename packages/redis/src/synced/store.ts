@@ -321,15 +321,15 @@ export class SyncedStore implements Store {
 
   /** Takes the key's ghosts for the set's policies out of the ghost map; undefined when none. */
   #revive(key: string, set: PolicySet): PolicyCounters[] | undefined {
-    let revived: PolicyCounters[] | undefined
+    const revived: PolicyCounters[] = []
     for (const policy of set.policies) {
       const id = ghostId(key, policy.id)
       const ghost = this.#ghosts.get(id)
       if (ghost === undefined) continue
       this.#ghosts.delete(id)
-      ;(revived ??= []).push(ghost)
+      revived.push(ghost)
     }
-    return revived
+    return revived.length === 0 ? undefined : revived
   }
 
   /** One sync carrying every held change, shared by the decisions waiting for room. */
