@@ -451,9 +451,9 @@ describe.skipIf(!redis).each(CLIENTS)('SyncedStore on one Redis (stores as nodes
     const set = parsePolicies({ limit: 100, window: 1000, algorithm: 'fixed-window' })
     for (let i = 0; i < 5; i++) a.consume('k', set, 1)
     await a.flush()
-    a.consume('other', set, 1) // evicts 'k'
+    await a.consume('other', set, 1) // evicts 'k'
     await a.flush()
-    for (let i = 0; i < 3; i++) a.consume('k', set, 1) // unsynced when the reset runs
+    for (let i = 0; i < 3; i++) await a.consume('k', set, 1) // unsynced when the reset runs
     await a.reset('k', set)
     expect(await redisCount(prefix, 'k')).toBe(0)
     for (let i = 0; i < 4; i++) a.consume('k', set, 1)

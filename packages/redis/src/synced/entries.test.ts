@@ -31,7 +31,9 @@ describe('Entries: counters per key and policy id, shared across sets', () => {
   it('counters are forgotten with the last entry holding them, not before', () => {
     const entries = new Entries()
     const a = entries.add('k', free, make)
-    entries.add('k', pro, make)
+    const b = entries.add('k', pro, make)
+    a.used = false
+    b.used = false
     expect(entries.evictOne((entry) => entry !== a)?.forgotten).toEqual([a.counters[1]])
     expect(entries.counters('k', day.id)).toBe(a.counters[0])
     expect(entries.counters('k', second.id)).toBeUndefined()
@@ -46,14 +48,15 @@ describe('Entries: counters per key and policy id, shared across sets', () => {
     const entries = new Entries()
     const [old, hot, kept, cold] = ['old', 'hot', 'kept', 'cold'].map((key) => entries.add(key, free, make)) as Entry[]
     for (const entry of [old, kept, cold] as Entry[]) entry.used = false
-    // First turn: old goes (unused, not kept).
+    // old goes (unused, not kept).
     expect(entries.evictOne((entry) => entry === kept)?.key).toBe('old')
     // hot was used: it gets a second chance; kept stays; cold goes.
     expect(entries.evictOne((entry) => entry === kept)?.key).toBe('cold')
-    // Used again, hot outlasts one more turn of the sweep, but is the one to go when nothing else can.
+    // hot, used again since the sweep passed it: a whole turn finds nothing to evict now.
     ;(hot as Entry).used = true
-    expect(entries.evictOne((entry) => entry === kept)?.key).toBe('hot')
     expect(entries.evictOne((entry) => entry === kept)).toBeUndefined()
+    // Not used since: its turn.
+    expect(entries.evictOne((entry) => entry === kept)?.key).toBe('hot')
     expect(entries.size).toBe(1)
   })
 })

@@ -112,12 +112,13 @@ export class Entries {
    * last passed it, or one `keep` accepts, goes to the back of its set with its mark cleared, so
    * eviction goes by recency of use and a kept entry is not looked at again before the others.
    * Returns the key dropped and the counters forgotten with it (those no other entry holds);
-   * undefined when two turns found only entries to keep.
+   * undefined when a whole turn found only entries used or to keep.
    */
   evictOne(keep: (entry: Entry) => boolean): { key: string; forgotten: PolicyCounters[] } | undefined {
     for (const [id, byKey] of this.#bySet) {
-      // Two turns: the first may only clear the marks of recently used entries.
-      for (let looked = 0, size = byKey.size; looked < 2 * size; looked++) {
+      // One turn: when every key was used or kept since the sweep last passed, none goes now (the
+      // store syncs and sweeps again) rather than a key used a moment ago.
+      for (let looked = 0, size = byKey.size; looked < size; looked++) {
         const first = byKey.entries().next()
         if (first.done === true) break
         const [key, entry] = first.value

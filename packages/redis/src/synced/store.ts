@@ -77,6 +77,8 @@ export class SyncedStore implements Store {
   #closing: Promise<CloseReport> | undefined
   /** The sync making room in a full store, while one runs. */
   #room: Promise<void> | undefined
+  /** The next such sync, while it waits for the one running. */
+  #roomNext: Promise<void> | undefined
 
   constructor(options: SyncedStoreOptions) {
     const resolved = resolveOptions(options)
@@ -332,12 +334,20 @@ export class SyncedStore implements Store {
     return revived.length === 0 ? undefined : revived
   }
 
-  /** One sync carrying every held change, shared by the decisions waiting for room. */
+  /**
+   * One sync carrying every held change, shared by the decisions waiting for room. It starts after
+   * the one running (if any), which may have been sent before this decision's key was counted.
+   */
   #makeRoom(): Promise<void> {
-    this.#room ??= this.#loop.flush().finally(() => {
-      this.#room = undefined
+    this.#roomNext ??= (this.#room ?? Promise.resolve()).then(() => {
+      this.#roomNext = undefined
+      const running: Promise<void> = this.#loop.flush().finally(() => {
+        if (this.#room === running) this.#room = undefined
+      })
+      this.#room = running
+      return running
     })
-    return this.#room
+    return this.#roomNext
   }
 
   /**
