@@ -1,7 +1,8 @@
 // The fault suite's long form: four app processes, 3 s faults, a 5 s breaker cooldown (the default before it became 1 s),
-// then a Cluster failover. Prints the tables of test/faults/README.md.
+// then a Cluster failover, then SyncedStore under a key flood. Prints the tables of test/faults/README.md.
 //   pnpm test:faults [--short]
 import { LONG, runFailover, runFaultSuite, SHORT, table } from './run.js'
+import { floodTable, runSyncedFlood } from './synced-flood.js'
 
 const options = process.argv.includes('--short') ? SHORT : LONG
 let ok = true
@@ -10,4 +11,7 @@ for (const suite of [runFaultSuite, runFailover]) {
   console.log(`${table(result)}\n`)
   ok &&= result.unhandled === 0 && result.exitCodes.every((code) => code === 0)
 }
+const flood = await runSyncedFlood()
+console.log(`SyncedStore under a key flood (maxKeys 1000):\n${floodTable(flood)}\n`)
+ok &&= flood.every((row) => row.mostInWindow <= 105 && row.failed === 0)
 process.exit(ok ? 0 : 1)

@@ -7,7 +7,7 @@ import type { Trace, TracePolicy, TraceStep } from './traces.js'
 
 /** A store under test: refund is needed; a trace that penalizes or blocks needs those too. */
 export type TraceStore = Omit<Store, 'algorithms' | 'calendarPeriods' | 'namedAlgorithms' | 'approximate'> &
-  Required<Pick<Store, 'refund'>> & { close?(): Promise<void> }
+  Required<Pick<Store, 'refund'>> & { close?(): Promise<unknown> }
 
 /** A store under test, reading the trace's clock through `now`. */
 export type StoreFactory = (now: () => number) => TraceStore

@@ -5,7 +5,7 @@
 // for the length of the jump, and MemoryStore and RedisStore decide alike throughout.
 import { type AlgorithmName, createLimiter, type Decision, MemoryStore } from '@sluice/core'
 import type { Store } from '@sluice/core/store'
-import { RedisStore } from '@sluice/redis'
+import { RedisStore, SyncedStore } from '@sluice/redis'
 import { Redis } from 'ioredis'
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'
 import { findRedis, uniquePrefix } from '../support/redis.js'
@@ -136,5 +136,83 @@ describe.skipIf(shared === undefined)('RedisStore when the local wall clock step
     // Restamped at T0, the entries of T0 + 5 s leave at T0 + 10 s, not T0 + 15 s.
     expect(memory[3]?.retryAfter).toBe(10_000)
     expect(redis).toEqual(memory)
+  })
+})
+
+describe.skipIf(shared === undefined)('the denied cache and SyncedStore when the decision clock is corrected', () => {
+  const client = new Redis(shared?.url ?? '', { enableOfflineQueue: true })
+  afterAll(() => client.disconnect())
+
+  const HOUR = 3_600_000
+  const T0 = 1_800_000_000_000
+
+  /** Spend a key's quota during a +1 h glitch, correct the clock, then ask once a second: seconds until admitted. */
+  async function lockedFor(store: (now: () => number) => Store, algorithm: AlgorithmName): Promise<number> {
+    const clock = { now: T0 + HOUR }
+    const limiter = createLimiter({ limits: { limit: 10, window: '10s', algorithm }, store: store(() => clock.now) })
+    for (let i = 0; i < 11; i++) await limiter.consume('k')
+    expect((await limiter.consume('k')).allowed).toBe(false)
+    clock.now = T0 + 2000
+    let waited = 0
+    while (!(await limiter.consume('k')).allowed && waited < 60_000) {
+      waited += 1000
+      clock.now += 1000
+    }
+    return waited / 1000
+  }
+
+  const algorithms: AlgorithmName[] = ['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket', 'gcra']
+  it.each(algorithms)(
+    '%s: RedisStore with its default denied cache admits once corrected, as MemoryStore does',
+    async (algorithm) => {
+      const memory = await lockedFor((now) => new MemoryStore({ now }), algorithm)
+      const redis = await lockedFor(
+        (now) => new RedisStore({ client, prefix: uniquePrefix(`glitch-cached-${algorithm}`), now }),
+        algorithm,
+      )
+      expect(memory).toBe(0)
+      expect(redis).toBe(memory)
+    },
+  )
+
+  it.each(['token-bucket', 'gcra', 'fixed-window', 'sliding-window'] as AlgorithmName[])(
+    '%s: SyncedStore admits once corrected, as MemoryStore does',
+    async (algorithm) => {
+      const stores: SyncedStore[] = []
+      const synced = await lockedFor((now) => {
+        const store = new SyncedStore({ client, prefix: uniquePrefix(`glitch-synced-${algorithm}`), now, interval: 50 })
+        stores.push(store)
+        return store
+      }, algorithm)
+      await Promise.all(stores.map((s) => s.close()))
+      expect(synced).toBe(0)
+    },
+  )
+
+  it('sliding-window: a spent quota stays denied when window time steps back 30 s, on SyncedStore as on MemoryStore and RedisStore', async () => {
+    const run = async (store: (now: () => number) => Store) => {
+      const clock = { now: T0 + 45_000 }
+      const limiter = createLimiter({
+        limits: { limit: 3, window: '1m', algorithm: 'sliding-window' },
+        store: store(() => clock.now),
+      })
+      for (let i = 0; i < 3; i++) expect((await limiter.consume('k')).allowed).toBe(true)
+      expect((await limiter.consume('k')).allowed).toBe(false)
+      clock.now -= 30_000
+      const after: boolean[] = []
+      for (let i = 0; i < 3; i++) after.push((await limiter.consume('k')).allowed)
+      return after
+    }
+    const memory = await run((now) => new MemoryStore({ now }))
+    const redis = await run((now) => new RedisStore({ client, prefix: uniquePrefix('step-back-redis'), now }))
+    let synced: SyncedStore | undefined
+    const local = await run((now) => {
+      synced = new SyncedStore({ client, prefix: uniquePrefix('step-back-synced'), now, interval: 50 })
+      return synced
+    })
+    await synced?.close()
+    expect(memory).toEqual([false, false, false])
+    expect(redis).toEqual(memory)
+    expect(local).toEqual(memory)
   })
 })

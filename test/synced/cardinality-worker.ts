@@ -31,7 +31,7 @@ const plan = JSON.parse(process.argv[2] ?? '{}') as CardinalityPlan
 const client = new Redis(plan.url)
 client.on('error', () => {})
 await client.ping()
-const store: Store & { flush?: () => Promise<void>; close?: () => Promise<void> } =
+const store: Store & { flush?: () => Promise<void>; close?: () => Promise<unknown> } =
   plan.store === 'synced'
     ? new SyncedStore({ client, prefix: plan.prefix, interval: plan.interval })
     : new RedisStore({ client, prefix: plan.prefix })

@@ -12,6 +12,9 @@ export interface WorkerResult {
   slowest: number
   unhandled: string[]
   syncErrors: string[]
+  /** Decisions that failed (StoreFullError), per pattern. */
+  errors: Partial<Record<Pattern, number>>
+  lastError?: string
 }
 
 /** Starts one worker process and resolves once it printed "ready". */

@@ -17,16 +17,22 @@ export interface WorkerPlan {
   keys?: number
   /** Milliseconds after "go" before this process offers anything. Default 0. */
   delay?: number
+  /** The store's maxKeys. Default the store's. */
+  maxKeys?: number
 }
 
-/** One hot key; 1000 keys in turn; 1000 keys drawn by Zipf (s = 1). */
-export type Pattern = 'hot' | 'spread' | 'zipf'
+/** One hot key; 1000 keys in turn; 1000 keys drawn by Zipf (s = 1); a new key each request (a flood). */
+export type Pattern = 'hot' | 'spread' | 'zipf' | 'flood'
 
 export const KEYS = 1000
 
 /** The key sequence of a pattern (deterministic per seed). */
 export function keysOf(pattern: Pattern, seed: number): () => number {
   if (pattern === 'hot') return () => 0
+  if (pattern === 'flood') {
+    let n = 0
+    return () => n++
+  }
   if (pattern === 'spread') {
     let i = seed % KEYS
     return () => {

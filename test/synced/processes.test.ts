@@ -15,16 +15,16 @@ import type { Pattern, WorkerPlan } from './plan.js'
  * mix at 20/s) at most 1× over, measured up to +80 % on this 2-core machine with every process
  * saturated. SLUICE_SYNCED_LONG=1 adds 10 s windows and more shapes (`pnpm test:synced-long`).
  */
-const OVERSHOOT_BOUND: Record<Pattern, number> = { hot: 0.05, spread: 1, zipf: 1 }
+const OVERSHOOT_BOUND: Record<Exclude<Pattern, 'flood'>, number> = { hot: 0.05, spread: 1, zipf: 1 }
 /** The run's first window: a cold fleet whose nodes do not yet know each other's rates (README). */
-const COLD_START_BOUND: Record<Pattern, number> = { hot: 0.05, spread: 1.5, zipf: 1.5 }
+const COLD_START_BOUND: Record<Exclude<Pattern, 'flood'>, number> = { hot: 0.05, spread: 1.5, zipf: 1.5 }
 const redis = await findRedis()
 const long = process.env.SLUICE_SYNCED_LONG === '1'
 
 /** Per pattern: the limit per window (each of 1000 keys for spread and zipf). */
-const LIMITS: Record<Pattern, number> = { hot: 200, spread: 10, zipf: 20 }
+const LIMITS: Record<Exclude<Pattern, 'flood'>, number> = { hot: 200, spread: 10, zipf: 20 }
 /** Per pattern: how many keys' limits the load is planned against (spread: every key; zipf: 100 keys' worth). */
-const LOADED_KEYS: Record<Pattern, number> = { hot: 1, spread: 1000, zipf: 100 }
+const LOADED_KEYS: Record<Exclude<Pattern, 'flood'>, number> = { hot: 1, spread: 1000, zipf: 100 }
 /**
  * Some requests must be denied once the fleet offered at least this many times the limit per
  * window. Below it (a starved machine's load generators fall behind) admitting all says nothing.

@@ -258,16 +258,41 @@ describe.skipIf(!redis).each(CLIENTS)('SyncedStore on one Redis (stores as nodes
     await store.close()
   })
 
-  it('maxKeys: forgets a key Redis has in full; with every key unsent, a new key is a StoreFullError', async () => {
+  it('maxKeys: forgets a key Redis has in full; with every key unsent and Redis healthy, a new key waits for one sync, never a StoreFullError', async () => {
     const [a] = nodes(1) as [SyncedStore]
-    const store = new SyncedStore({ client: storeClient, prefix: a.prefix, maxKeys: 2, now: () => T })
+    const store = new SyncedStore({ client: storeClient, prefix: a.prefix, maxKeys: 2, now: () => T, interval: 50 })
     const set = parsePolicies({ limit: 5, window: 1000, algorithm: 'fixed-window' })
     store.consume('one', set, 1)
     store.consume('two', set, 1)
-    expect(() => store.consume('three', set, 1)).toThrow(StoreFullError)
-    await store.flush()
-    expect(allowed(store.consume('three', set, 1) as Outcome[])).toBe(true)
+    // Full of unsent counts: the new key's decision waits for the sync that makes room.
+    const three = store.consume('three', set, 1)
+    expect(isThenable(three as never)).toBe(true)
+    // A key it holds is still decided in the same tick.
+    expect(allowed(store.consume('two', set, 1) as Outcome[])).toBe(true)
+    expect(allowed(await three)).toBe(true)
+    // What the evicted key counted reached Redis before it was forgotten.
+    expect(await redisCount(a.prefix, 'one')).toBe(1)
+    expect(await redisCount(a.prefix, 'two')).toBe(2)
     await Promise.all([a.close(), store.close()])
+  })
+
+  it('maxKeys: a flood of new keys while Redis is healthy fails no decision and keeps a held key in the same tick', async () => {
+    const store = new SyncedStore({
+      client: storeClient,
+      prefix: uniquePrefix('flood'),
+      maxKeys: 20,
+      now: () => T,
+      interval: 50,
+    })
+    const set = parsePolicies({ limit: 1000, window: 60_000, algorithm: 'sliding-window' })
+    const answers: (readonly Outcome[] | Promise<readonly Outcome[]>)[] = []
+    for (let i = 0; i < 200; i++) {
+      answers.push(store.consume(`flood-${i}`, set, 1))
+      expect(isThenable(store.consume('hot', set, 1) as never)).toBe(false)
+    }
+    const settled = await Promise.allSettled(answers)
+    expect(settled.filter((s) => s.status === 'rejected')).toEqual([])
+    await store.close()
   })
 
   /** Redis's global count of `key` over its sub-window hashes: Σa + Σx − Σr − o, as the scripts sum it. */
@@ -327,14 +352,15 @@ describe.skipIf(!redis).each(CLIENTS)('SyncedStore on one Redis (stores as nodes
       // A long interval: only flushes sync, so the exact script is what carries the new local counts.
       const a = evictingNode(prefix, { exactAbove: 0.5, interval: 60_000 })
       const set = parsePolicies({ limit: 10, window: 1000, algorithm })
-      for (let i = 0; i < 4; i++) expect(isThenable(a.consume('k', set, 1) as never)).toBe(false)
+      // 2 of 10: under half of exactAbove of the limit, so not protected from eviction.
+      for (let i = 0; i < 2; i++) expect(isThenable(a.consume('k', set, 1) as never)).toBe(false)
       await a.flush()
       await a.consume('other', set, 1) // evicts 'k'
       await a.flush()
-      // 'k' is new here again: local up to half the limit, then exact, which must see the 4 from before.
+      // 'k' is new here again: local up to half the limit, then exact, which must see the 2 from before.
       let admitted = 0
       for (let i = 0; i < 10; i++) if (allowed(await a.consume('k', set, 1))) admitted++
-      expect(admitted).toBe(6)
+      expect(admitted).toBe(8)
       await a.flush()
       expect(await redisCount(prefix, 'k')).toBe(10)
       await a.close()
@@ -347,19 +373,71 @@ describe.skipIf(!redis).each(CLIENTS)('SyncedStore on one Redis (stores as nodes
     skip(kind.name !== 'ioredis', 'CLIENT PAUSE stalls the shared Redis: once, not once per client library')
     const prefix = uniquePrefix('synced-evict-take-back')
     const a = evictingNode(prefix, { exactAbove: 0.1 })
-    const set = parsePolicies({ limit: 10, window: 1000, algorithm: 'fixed-window' })
-    expect(allowed(await a.consume('k', set, 1))).toBe(true)
+    const set = parsePolicies({ limit: 100, window: 1000, algorithm: 'fixed-window' })
+    // 4 of 100: under half of exactAbove of the limit, so not protected from eviction.
+    for (let i = 0; i < 4; i++) expect(allowed(await a.consume('k', set, 1))).toBe(true)
     await a.flush()
-    a.consume('other', set, 1) // evicts 'k'
+    await a.consume('other', set, 1) // evicts 'k'
     await a.flush()
-    expect(allowed(await a.consume('k', set, 1))).toBe(true) // counted locally, under a new incarnation
+    // Counted locally under a new incarnation up to exactAbove of the limit.
+    for (let i = 0; i < 6; i++) expect(allowed(await a.consume('k', set, 1))).toBe(true)
+    await a.flush()
     const pauser = new Redis(server.url)
     await pauser.client('PAUSE', 600, 'ALL')
     expect(allowed(await a.consume('k', set, 1))).toBe(false) // the script runs when the pause ends and admits
     await a.close() // waits for the late reply, then takes it back
     pauser.disconnect()
     const [hash] = await client.keys(`${prefix}{k}:s:*`)
-    expect(await client.hgetall(hash as string)).toEqual({ 'a:n0': '1', 'a2:n0': '1', 'x2:n0': '0' })
+    expect(await client.hgetall(hash as string)).toEqual({ 'a:n0': '4', 'a2:n0': '6', 'x2:n0': '0' })
+  })
+
+  it('maxKeys: a flood of new keys never frees a limited key (as MemoryStore protects one)', async () => {
+    const prefix = uniquePrefix('synced-protect')
+    const a = new SyncedStore({
+      client: storeClient,
+      prefix,
+      nodeId: 'n0',
+      maxKeys: 4,
+      now: () => T + 100,
+      interval: 50,
+    })
+    const set = parsePolicies({ limit: 10, window: 60_000, algorithm: 'fixed-window' })
+    for (let i = 0; i < 10; i++) await a.consume('hot', set, 1)
+    expect(allowed(await a.consume('hot', set, 1))).toBe(false)
+    await a.flush()
+    for (let i = 0; i < 40; i++) await a.consume(`flood-${i}`, set, 1)
+    // Still held, still limited: decided in the same tick, denied.
+    const after = a.consume('hot', set, 1)
+    expect(isThenable(after as never)).toBe(false)
+    expect(allowed(after as Outcome[])).toBe(false)
+    await a.close()
+  })
+
+  it('maxKeys: a key forgotten and used again goes on from the global count it knew, in the same fields', async () => {
+    const prefix = uniquePrefix('synced-ghost')
+    const a = new SyncedStore({
+      client: storeClient,
+      prefix,
+      nodeId: 'n0',
+      maxKeys: 4,
+      now: () => T + 100,
+      interval: 50,
+    })
+    const set = parsePolicies({ limit: 10, window: 60_000, algorithm: 'fixed-window' })
+    for (let i = 0; i < 3; i++) a.consume('k', set, 1)
+    for (const key of ['a', 'b', 'c']) a.consume(key, set, 1)
+    await a.flush()
+    a.consume('d', set, 1) // a clock sweep: every key had its second chance, then 'k' (oldest) goes
+    await a.flush()
+    let admitted = 0
+    for (let i = 0; i < 10; i++) if (allowed(await a.consume('k', set, 1))) admitted++
+    expect(admitted).toBe(7)
+    await a.flush()
+    expect(await redisCount(prefix, 'k')).toBe(10)
+    const [hash] = await client.keys(`${prefix}{k}:s:*`)
+    // Incarnation 0's fields only (local and exact admissions, the denial's flag): no new ones.
+    expect(Object.keys(await client.hgetall(hash as string)).sort()).toEqual(['a:n0', 'd', 'x:n0'])
+    await a.close()
   })
 
   it('maxKeys: a reset of a key evicted and counted again takes off both counts, and later counts add to 0', async () => {
@@ -368,9 +446,9 @@ describe.skipIf(!redis).each(CLIENTS)('SyncedStore on one Redis (stores as nodes
     const set = parsePolicies({ limit: 100, window: 1000, algorithm: 'fixed-window' })
     for (let i = 0; i < 5; i++) a.consume('k', set, 1)
     await a.flush()
-    a.consume('other', set, 1) // evicts 'k'
+    await a.consume('other', set, 1) // evicts 'k'
     await a.flush()
-    for (let i = 0; i < 3; i++) a.consume('k', set, 1) // unsynced when the reset runs
+    for (let i = 0; i < 3; i++) await a.consume('k', set, 1) // unsynced when the reset runs
     await a.reset('k', set)
     expect(await redisCount(prefix, 'k')).toBe(0)
     for (let i = 0; i < 4; i++) a.consume('k', set, 1)
@@ -426,6 +504,22 @@ describe('SyncedStore with Redis unreachable', () => {
     client.disconnect()
     await new Promise((r) => setTimeout(r, 50))
     expect(rejections.seen).toEqual([])
+  })
+
+  it('maxKeys: full of counts it could not send, a new key is a StoreFullError (onStoreError decides it)', async () => {
+    let now = 1_700_000_000_000
+    const client = new Redis({ port: 1, lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false })
+    client.on('error', () => {})
+    const store = new SyncedStore({ client, interval: 20, now: () => now, maxKeys: 2 })
+    const set = parsePolicies({ limit: 10, window: 60_000, algorithm: 'fixed-window' })
+    await store.flush()
+    now += 5000
+    store.consume('one', set, 1)
+    store.consume('two', set, 1)
+    expect(() => store.consume('three', set, 1)).toThrow(StoreFullError)
+    expect(allowed(store.consume('two', set, 1) as Outcome[])).toBe(true)
+    await store.close()
+    client.disconnect()
   })
 
   it('unreachable from the start, on a default client: 8 decisions of each algorithm answer in the same tick, within 50 ms in all', async () => {

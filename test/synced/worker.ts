@@ -30,6 +30,7 @@ const store = new SyncedStore({
       syncErrors.push(`${Date.now() - started} ms: ${String(event.error)}`)
   },
   ...(plan.exactAbove === undefined ? {} : { exactAbove: plan.exactAbove }),
+  ...(plan.maxKeys === undefined ? {} : { maxKeys: plan.maxKeys }),
 })
 const set = parsePolicies({ limit: plan.limit, window: plan.window, algorithm: plan.algorithm })
 const patterns = (Object.keys(plan.rates) as Pattern[]).map((pattern) => ({
@@ -38,6 +39,9 @@ const patterns = (Object.keys(plan.rates) as Pattern[]).map((pattern) => ({
 }))
 const admitted: Record<string, number> = {}
 const offered: Record<string, number> = {}
+/** Decisions that failed (a StoreFullError), per pattern, and the last one's message. */
+const errors: Record<string, number> = {}
+let lastError: string | undefined
 let slowest = 0
 
 process.stdout.write('ready\n')
@@ -61,13 +65,25 @@ await new Promise<void>((resolve) => {
       for (; (debts[i] as number) < due; debts[i] = (debts[i] as number) + 1) {
         offered[pattern] = (offered[pattern] ?? 0) + 1
         const asked = performance.now()
-        const answer = store.consume(`${pattern}:${next() % keyCount}`, set, 1)
+        const id = pattern === 'flood' ? `${plan.nodeId}:${next()}` : String(next() % keyCount)
         const count = (outcomes: readonly { allowed: boolean }[]) => {
           slowest = Math.max(slowest, performance.now() - asked)
           if (outcomes.every((o) => o.allowed)) admitted[pattern] = (admitted[pattern] ?? 0) + 1
         }
+        let answer: ReturnType<typeof store.consume>
+        try {
+          answer = store.consume(`${pattern}:${id}`, set, 1)
+        } catch (error) {
+          errors[pattern] = (errors[pattern] ?? 0) + 1
+          lastError = String(error)
+          continue
+        }
         if (Array.isArray(answer)) count(answer)
-        else void (answer as Promise<readonly { allowed: boolean }[]>).then(count)
+        else
+          void (answer as Promise<readonly { allowed: boolean }[]>).then(count, (error: unknown) => {
+            errors[pattern] = (errors[pattern] ?? 0) + 1
+            lastError = String(error)
+          })
       }
     }
     if (plan.progress) process.stdout.write(`${JSON.stringify({ progress: admitted })}\n`)
@@ -75,5 +91,5 @@ await new Promise<void>((resolve) => {
 })
 await new Promise((r) => setTimeout(r, 300)) // exact decisions still in flight
 await store.close()
-process.stdout.write(`${JSON.stringify({ admitted, offered, slowest, unhandled, syncErrors })}\n`)
+process.stdout.write(`${JSON.stringify({ admitted, offered, slowest, unhandled, syncErrors, errors, lastError })}\n`)
 client.disconnect()

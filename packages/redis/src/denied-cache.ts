@@ -34,7 +34,9 @@ export class DeniedCache {
   get(id: string, cost: number, now: number, policies: readonly Policy[]): readonly Outcome[] | undefined {
     const entry = this.#entries.get(id)
     if (entry === undefined) return undefined
-    if (now >= entry.until) {
+    // A clock read before the denial's own (the decision clock was corrected back) ends it too:
+    // its span was measured on the clock as it stood, so Redis decides again.
+    if (now >= entry.until || now < entry.at) {
       this.#entries.delete(id)
       return undefined
     }

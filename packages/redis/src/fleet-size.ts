@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto'
 import { ConfigError } from '@sluice/core'
 import { type RedisClient, run, type ScriptClient, script, scriptClient } from './client.js'
+import { CLOSE_TIMEOUT_MS, type CloseReport } from './close-report.js'
 import { HEARTBEAT_LUA } from './lua/heartbeat.js'
 import { heartbeatKeys, NODE_TTL_MS } from './synced/heartbeat.js'
+import { withTimeout } from './synced/timeout.js'
 
 const HEARTBEAT = script(HEARTBEAT_LUA)
 const BEAT_EVERY_MS = 1000
@@ -27,7 +29,7 @@ export class FleetSize {
   readonly #id = randomUUID()
   readonly #timer: ReturnType<typeof setInterval>
   #processes = 1
-  #closed = false
+  #closing: Promise<CloseReport> | undefined
 
   constructor(options: FleetSizeOptions) {
     if (options === null || typeof options !== 'object') {
@@ -50,18 +52,31 @@ export class FleetSize {
     return this.#processes
   }
 
-  /** Stops beating and leaves the set, so the others count one fewer at once. */
-  async close(): Promise<void> {
-    if (this.#closed) return
-    this.#closed = true
+  /**
+   * Stops beating and leaves the set, so the others count one fewer at once. Resolves within
+   * 2 s whatever Redis does (a client without a connection is not asked: it could queue the call
+   * for ever); the report says whether it left.
+   */
+  close(): Promise<CloseReport> {
+    this.#closing ??= this.#leave()
+    return this.#closing
+  }
+
+  async #leave(): Promise<CloseReport> {
     clearInterval(this.#timer)
-    await run(this.#client, HEARTBEAT, this.#keys, [this.#id, NODE_TTL_MS, '1']).catch(() => undefined)
+    const left =
+      this.#client.connected() &&
+      (await withTimeout(run(this.#client, HEARTBEAT, this.#keys, [this.#id, NODE_TTL_MS, '1']), CLOSE_TIMEOUT_MS).then(
+        () => true,
+        () => false,
+      ))
+    return { complete: left, unsentKeys: 0, unreturnedLeases: 0, left }
   }
 
   async #beat(): Promise<void> {
     try {
       const [live] = (await run(this.#client, HEARTBEAT, this.#keys, [this.#id, NODE_TTL_MS, '0'])) as [number]
-      if (!this.#closed) this.#processes = Math.max(1, Number(live))
+      if (this.#closing === undefined) this.#processes = Math.max(1, Number(live))
     } catch {
       // Redis away: keep the last count, which is what the fallback needs.
     }

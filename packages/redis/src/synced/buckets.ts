@@ -82,6 +82,11 @@ export class BucketPath {
     await this.#leases?.close()
   }
 
+  /** Keys whose leased units a close has not given back. */
+  get unreturned(): number {
+    return this.#leases?.unreturned ?? 0
+  }
+
   /** One RedisStore decision, waiting at most EXACT_TIMEOUT_MS, then on this node's share. */
   #exactly(key: string, set: PolicySet, cost: number): Promise<readonly Outcome[]> {
     return withTimeout(Promise.resolve(this.exact.consume(key, set, cost)), EXACT_TIMEOUT_MS).catch(() =>

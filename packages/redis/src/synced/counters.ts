@@ -388,11 +388,29 @@ export class PolicyCounters {
     }
   }
 
+  /**
+   * Whether the key is limited or near its limit at `now`: a denial in a sub-window an estimate
+   * reads, or those sub-windows' counts summed at `near` of the limit or more.
+   */
+  pressing(now: number, near: number): boolean {
+    let total = 0
+    for (const w of this.windows) {
+      if (!this.live(w, now)) continue
+      if (w.deniedAnywhere || w.deniedHere) return true
+      total += w.estimate
+    }
+    return total >= near * this.limit
+  }
+
   /** The core algorithm's state built from the global estimates, for the transitions in core. */
   stateAt(now: number, own = false): unknown {
-    const start = this.currentStart(now)
+    let start = this.currentStart(now)
     if (this.algorithm !== 'sliding-window') return { start, count: this.#countAt(start, own) }
     const { span, depth } = this.geometry
+    // Window time that stepped back up to a window reads the counts where they are, as if no time
+    // passed (core's rule for a stored start ahead of the clock): a spent quota stays spent.
+    const newest = this.windows[this.windows.length - 1]
+    if (newest !== undefined && newest.start > start && newest.start - start <= span * (depth - 1)) start = newest.start
     const counts: number[] = []
     for (let i = depth - 1; i >= 0; i--) counts.push(this.#countAt(start - i * span, own))
     return { start, counts }

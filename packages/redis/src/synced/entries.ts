@@ -5,6 +5,8 @@ import type { PolicyCounters } from './counters.js'
 /** One key under one policy set: a PolicyCounters per policy, in the set's order. */
 export interface Entry {
   readonly counters: PolicyCounters[]
+  /** Decided on since eviction's sweep last passed it (a second chance: eviction goes by recency of use). */
+  used: boolean
 }
 
 /**
@@ -51,6 +53,7 @@ export class Entries {
   add(key: string, set: PolicySet, make: (policy: Policy) => PolicyCounters): Entry {
     const known = this.#byKey.get(key)
     const entry: Entry = {
+      used: true,
       counters: set.policies.map((policy) => {
         const counters = (known === undefined ? undefined : withId(known, policy.id)) ?? make(policy)
         counters.holders++
@@ -104,29 +107,45 @@ export class Entries {
     }
   }
 
-  /** Drops the first entry, in insertion order set by set, that `where` accepts; whether there was one. */
-  dropFirst(where: (entry: Entry) => boolean): boolean {
+  /**
+   * Drops one entry by a clock sweep (second chance), set by set: an entry used since the sweep
+   * last passed it, or one `keep` accepts, goes to the back of its set with its mark cleared, so
+   * eviction goes by recency of use and a kept entry is not looked at again before the others.
+   * Returns the key dropped and the counters forgotten with it (those no other entry holds);
+   * undefined when a whole turn found only entries used or to keep.
+   */
+  evictOne(keep: (entry: Entry) => boolean): { key: string; forgotten: PolicyCounters[] } | undefined {
     for (const [id, byKey] of this.#bySet) {
-      for (const [key, entry] of byKey) {
-        if (!where(entry)) continue
+      // One turn: when every key was used or kept since the sweep last passed, none goes now (the
+      // store syncs and sweeps again) rather than a key used a moment ago.
+      for (let looked = 0, size = byKey.size; looked < size; looked++) {
+        const first = byKey.entries().next()
+        if (first.done === true) break
+        const [key, entry] = first.value
         byKey.delete(key)
-        this.#release(key, entry)
+        if (entry.used || keep(entry)) {
+          entry.used = false
+          byKey.set(key, entry)
+          continue
+        }
+        const forgotten = this.#release(key, entry)
         if (byKey.size === 0) this.#bySet.delete(id)
-        return true
+        return { key, forgotten }
       }
     }
-    return false
+    return undefined
   }
 
-  /** A dropped entry: counters no other entry holds are forgotten with it. */
-  #release(key: string, entry: Entry): void {
+  /** A dropped entry: counters no other entry holds are forgotten with it; those counters. */
+  #release(key: string, entry: Entry): PolicyCounters[] {
     this.#size--
-    let forgotten = false
-    for (const counters of entry.counters) if (--counters.holders === 0) forgotten = true
-    if (!forgotten) return
+    const forgotten: PolicyCounters[] = []
+    for (const counters of entry.counters) if (--counters.holders === 0) forgotten.push(counters)
+    if (forgotten.length === 0) return forgotten
     const left = this.#byKey.get(key)?.filter((counters) => counters.holders > 0) ?? []
     if (left.length === 0) this.#byKey.delete(key)
     else this.#byKey.set(key, left)
+    return forgotten
   }
 }
 

@@ -49,10 +49,16 @@ export class Fleet {
     return changed
   }
 
-  /** Leaves the set of live nodes (others stop counting it within NODE_TTL_MS anyway); never rejects, waits at most `ms`. */
-  async leave(ms: number): Promise<void> {
-    if (!this.client.connected()) return
+  /**
+   * Leaves the set of live nodes (others stop counting it within NODE_TTL_MS anyway); never
+   * rejects, waits at most `ms`; whether Redis took it.
+   */
+  async leave(ms: number): Promise<boolean> {
+    if (!this.client.connected()) return false
     const call = run(this.client, HEARTBEAT, this.#keys, [this.nodeId, NODE_TTL_MS, '1'])
-    await withTimeout(call, ms).catch(() => undefined)
+    return withTimeout(call, ms).then(
+      () => true,
+      () => false,
+    )
   }
 }

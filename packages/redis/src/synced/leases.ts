@@ -66,6 +66,7 @@ export class Leases {
   #failures = 0
   #nextAttempt = 0
   #closed = false
+  #unreturned = 0
 
   constructor(options: LeasesOptions) {
     this.#o = options
@@ -103,17 +104,40 @@ export class Leases {
     await this.#syncing
   }
 
+  /** Keys whose held units a close could not give back (yet: a late reply still lands). */
+  get unreturned(): number {
+    return this.#unreturned
+  }
+
   /** Stops the syncs and gives back everything held (one attempt). */
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
     this.#stop()
+    // Counted as not given back from the start: the caller may stop waiting before the sync in flight ends.
+    this.#unreturned = this.#holding()
     await this.#syncing
+    this.#unreturned = this.#holding()
     const ops: Op[] = []
     for (const byKey of this.#leases.values()) for (const lease of byKey.values()) this.#giveBackAll(lease, ops)
     this.#leases.clear()
     // Not queued on a client without a connection: it could wait for one forever.
-    if (this.#o.client.connected()) await this.#send(ops).catch(() => undefined)
+    if (this.#o.client.connected()) {
+      await this.#send(ops).then(
+        () => {
+          this.#unreturned = 0
+        },
+        () => undefined,
+      )
+    }
+  }
+
+  /** Leases holding units. */
+  #holding(): number {
+    let holding = 0
+    for (const byKey of this.#leases.values())
+      for (const lease of byKey.values()) if (lease.held.some((h) => h > 0)) holding++
+    return holding
   }
 
   /**

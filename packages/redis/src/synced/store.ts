@@ -2,6 +2,7 @@ import { type AlgorithmName, MemoryStore, type Policy, type PolicySet, StoreFull
 import { containObserve } from '@sluice/core/internal'
 import { evaluate, type Outcome, peekOutcome, type Store } from '@sluice/core/store'
 import { run, type ScriptClient, script, scriptClient } from '../client.js'
+import { CLOSE_TIMEOUT_MS, type CloseReport } from '../close-report.js'
 import { hashTag } from '../keys.js'
 import { RESET_LUA, resetCall, type SentWindow } from '../lua/sync.js'
 import { RedisStore } from '../store.js'
@@ -13,7 +14,8 @@ import { EXACT_TIMEOUT_MS, ExactPath } from './exact.js'
 import { Fleet } from './fleet.js'
 import { resolveOptions, type SyncedStoreOptions } from './options.js'
 import { Shares } from './shares.js'
-import { SYNC_TIMEOUT_MS, SyncLoop } from './sync.js'
+import { SYNC_TIMEOUT_MS, SyncLoop, WATCH_FROM } from './sync.js'
+import { withTimeout } from './timeout.js'
 
 export type { SyncedStoreOptions } from './options.js'
 
@@ -21,6 +23,8 @@ export type { SyncedStoreOptions } from './options.js'
 const COUNTED: readonly AlgorithmName[] = ['fixed-window', 'sliding-window']
 const SERVED: readonly AlgorithmName[] = Object.freeze([...COUNTED, ...BUCKETS])
 const RESET = script(RESET_LUA)
+/** Forgotten keys remembered as their counters, as a share of `maxKeys` (see `#evict`). */
+const GHOSTS_PER_KEYS = 0.25
 /** Part of every key: sub-window hashes, apart from RedisStore's `b:` state strings. */
 const LAYOUT = 's:'
 
@@ -62,11 +66,20 @@ export class SyncedStore implements Store {
   readonly #entries = new Entries()
   readonly #counted = new WeakMap<PolicySet, boolean>()
   /**
-   * Keys evicted so far: counters made after an eviction take it as their incarnation, so a key
-   * counted again after its eviction writes fields of its own (see `PolicyCounters.incarnation`).
+   * Counters forgotten for good so far (ghosts dropped): counters made afterwards take it as their
+   * incarnation, so a key counted again after it was forgotten writes fields of its own (see
+   * `PolicyCounters.incarnation`).
    */
+  #incarnation = 0
+  /** Keys evicted so far: whether a sync made room for the decisions waiting for it. */
   #evictions = 0
-  #closed = false
+  /** Counters of keys forgotten (see `#evict`), by key and policy id, oldest first. */
+  readonly #ghosts = new Map<string, PolicyCounters>()
+  #closing: Promise<CloseReport> | undefined
+  /** The sync making room in a full store, while one runs. */
+  #room: Promise<void> | undefined
+  /** The next such sync, while it waits for the one running. */
+  #roomNext: Promise<void> | undefined
 
   constructor(options: SyncedStoreOptions) {
     const resolved = resolveOptions(options)
@@ -115,8 +128,11 @@ export class SyncedStore implements Store {
     this.#loop.start()
     if (!this.#countsLocally(set)) return this.#buckets.consume(key, set, cost)
     const local = this.#clock.local()
+    const entry = this.#entries.get(key, set) ?? this.#newEntry(key, set, local)
+    // Full of counts Redis has not heard yet: the decision waits for the sync that makes room.
+    if (entry === undefined) return this.#makeRoom().then(() => this.#afterRoom(key, set, cost))
+    entry.used = true
     const now = this.#clock.at(local)
-    const entry = this.#entryOf(key, set)
     const all = entry.counters
     for (let i = 0; i < all.length; i++) {
       const counters = all[i] as PolicyCounters
@@ -183,7 +199,7 @@ export class SyncedStore implements Store {
     const counters = this.#countersIn(key, set)
     for (const [i, policy] of set.policies.entries()) {
       // Counters this node never made (the key was counted elsewhere) only name the hashes to reset.
-      const policyCounters = counters[i] ?? this.#countersOf(key, policy)
+      const policyCounters = counters[i] ?? this.#ghosts.get(ghostId(key, policy.id)) ?? this.#countersOf(key, policy)
       for (const window of policyCounters.reset(now)) {
         const { redisKey, admitted, refunded, exact } = window
         const { incarnation } = policyCounters
@@ -203,15 +219,32 @@ export class SyncedStore implements Store {
     for (const { window, admitted, refunded, exact } of sent) window.acknowledge(admitted, refunded, exact, false)
   }
 
-  /** Sends what is pending and gives back leased grants (one attempt), leaves the set of live nodes and stops the timers. */
-  async close(): Promise<void> {
-    if (this.#closed) return
-    this.#closed = true
-    await Promise.all([
+  /**
+   * Sends what is pending, gives back leased grants (one attempt), leaves the set of live nodes and
+   * stops the timers. Resolves within CLOSE_TIMEOUT_MS whatever Redis does, saying what did not
+   * reach Redis by then (see `CloseReport`).
+   */
+  close(): Promise<CloseReport> {
+    this.#closing ??= this.#close()
+    return this.#closing
+  }
+
+  async #close(): Promise<CloseReport> {
+    let left = false
+    const work = Promise.all([
       this.#loop.close(() => this.#exact.settle(EXACT_TIMEOUT_MS + SYNC_TIMEOUT_MS)),
       this.#buckets.close(),
+      this.#fleet.leave(CLOSE_TIMEOUT_MS).then((ok) => {
+        left = ok
+      }),
     ])
-    await this.#fleet.leave(SYNC_TIMEOUT_MS)
+    await withTimeout(work, CLOSE_TIMEOUT_MS).catch(() => undefined)
+    let unsentKeys = 0
+    this.#entries.visitAll((entry) => {
+      if (entry.counters.some((c) => c.windows.some((w) => w.dirty))) unsentKeys++
+    })
+    const unreturnedLeases = this.#buckets.unreturned
+    return { complete: left && unsentKeys === 0 && unreturnedLeases === 0, unsentKeys, unreturnedLeases, left }
   }
 
   /**
@@ -274,11 +307,76 @@ export class SyncedStore implements Store {
     return this.#shares.of(set, this.#shares.fraction(this.#fleet.liveNodes, traffic))
   }
 
-  #entryOf(key: string, set: PolicySet): Entry {
-    const entry = this.#entries.get(key, set)
-    if (entry !== undefined) return entry
-    if (this.#entries.size >= this.#maxKeys) this.#evict()
+  /**
+   * A new entry for the key, room made by forgetting a key Redis has in full; undefined when every
+   * key holds unsent counts and Redis answers (one sync will make room); a StoreFullError when it
+   * does not (the limiter's `onStoreError` decides).
+   */
+  #newEntry(key: string, set: PolicySet, local: number): Entry | undefined {
+    if (this.#entries.size >= this.#maxKeys) {
+      // The key's own ghosts first: making room must not push them out.
+      const revived = this.#ghosts.size === 0 ? undefined : this.#revive(key, set)
+      if (!this.#evict()) {
+        if (revived !== undefined) for (const c of revived) this.#ghosts.set(ghostId(key, c.id), c)
+        if (!this.#loop.degradedAt(local)) return undefined
+        throw this.#full()
+      }
+      if (revived !== undefined) {
+        return this.#entries.add(key, set, (policy) => withId(revived, policy.id) ?? this.#countersOf(key, policy))
+      }
+    }
     return this.#entries.add(key, set, (policy) => this.#countersOf(key, policy))
+  }
+
+  /** Takes the key's ghosts for the set's policies out of the ghost map; undefined when none. */
+  #revive(key: string, set: PolicySet): PolicyCounters[] | undefined {
+    const revived: PolicyCounters[] = []
+    for (const policy of set.policies) {
+      const id = ghostId(key, policy.id)
+      const ghost = this.#ghosts.get(id)
+      if (ghost === undefined) continue
+      this.#ghosts.delete(id)
+      revived.push(ghost)
+    }
+    return revived.length === 0 ? undefined : revived
+  }
+
+  /**
+   * One sync carrying every held change, shared by the decisions waiting for room. It starts after
+   * the one running (if any), which may have been sent before this decision's key was counted.
+   */
+  #makeRoom(): Promise<void> {
+    this.#roomNext ??= (this.#room ?? Promise.resolve()).then(() => {
+      this.#roomNext = undefined
+      const running: Promise<void> = this.#loop.flush().finally(() => {
+        if (this.#room === running) this.#room = undefined
+      })
+      this.#room = running
+      return running
+    })
+    return this.#roomNext
+  }
+
+  /**
+   * The decision of a key that waited for room. Other waiters may have taken what the sync freed:
+   * then another sync, as long as Redis answers and each sync frees something for someone.
+   */
+  #afterRoom(
+    key: string,
+    set: PolicySet,
+    cost: number,
+    evictions = -1,
+  ): readonly Outcome[] | Promise<readonly Outcome[]> {
+    if (this.#entries.get(key, set) !== undefined || this.#entries.size < this.#maxKeys || this.#evict()) {
+      return this.consume(key, set, cost)
+    }
+    if (this.#evictions === evictions || this.#loop.degradedAt(this.#clock.local())) throw this.#full()
+    const before = this.#evictions
+    return this.#makeRoom().then(() => this.#afterRoom(key, set, cost, before))
+  }
+
+  #full(): StoreFullError {
+    return new StoreFullError(`SyncedStore holds ${this.#maxKeys} keys with counts not yet sent to Redis (maxKeys)`)
   }
 
   /** Each policy's counters for the key, from the set's entry or whichever set made them; undefined where none. */
@@ -286,23 +384,58 @@ export class SyncedStore implements Store {
     return this.#entries.get(key, set)?.counters ?? set.policies.map((policy) => this.#entries.counters(key, policy.id))
   }
 
+  /**
+   * The key's counters for the policy: those it had when it was forgotten, if they are still
+   * remembered (see `#evict`), else new ones under the current incarnation.
+   */
   #countersOf(key: string, policy: Policy): PolicyCounters {
+    const ghost = this.#ghosts.get(ghostId(key, policy.id))
+    if (ghost !== undefined) {
+      this.#ghosts.delete(ghostId(key, policy.id))
+      return ghost
+    }
     const head = `${this.prefix}{${hashTag(key)}}:${LAYOUT}${policy.id}:`
-    return new PolicyCounters(policy.id, policy, (start) => head + start, this.#evictions)
+    return new PolicyCounters(policy.id, policy, (start) => head + start, this.#incarnation)
   }
 
   /**
-   * Makes room by forgetting the oldest key whose counts Redis has in full (its global count comes
-   * back at the next sync if it is used again, and its new counts go to fields of a new incarnation,
-   * added to the forgotten ones). When every key holds unsent counts (Redis down long enough to
-   * fill memory), a new key gets a StoreFullError: the limiter's `onStoreError` decides it.
+   * Makes room by forgetting a key Redis has in full, by recency of use (a clock sweep, see
+   * `Entries.evictOne`); whether there was one. A key limited or near its limit (a denial in
+   * its window, or its count at half of `exactAbove` of the limit: what the sync loop watches) is
+   * never forgotten, as MemoryStore never forgets a limited key, so a flood of new keys cannot
+   * free it. A forgotten key that had counted something is remembered as its counters (up to
+   * GHOSTS_PER_KEYS of `maxKeys`, rounded down, oldest out): used again, it goes on from the global count it
+   * last knew and writes to the same fields in Redis. One that is not, or whose ghost went, comes
+   * back with its global count at the next sync, and its new counts go to fields of a new
+   * incarnation, added to the forgotten ones.
    */
-  #evict(): void {
-    if (this.#entries.dropFirst((entry) => entry.counters.every((c) => c.windows.every((w) => !w.dirty)))) {
-      this.#evictions++
-      return
+  #evict(): boolean {
+    const now = this.#clock.time()
+    const near = WATCH_FROM * this.exactAbove
+    const dropped = this.#entries.evictOne((entry) =>
+      entry.counters.some((c) => c.pressing(now, near) || c.windows.some((w) => w.dirty)),
+    )
+    if (dropped === undefined) return false
+    this.#evictions++
+    const ghosts = Math.floor(this.#maxKeys * GHOSTS_PER_KEYS)
+    for (const counters of dropped.forgotten) {
+      counters.prune(now)
+      // Nothing an estimate reads: new counters write to hashes of their own anyway.
+      if (counters.windows.length === 0) continue
+      if (ghosts === 0) {
+        this.#incarnation++
+        continue
+      }
+      if (this.#ghosts.size >= ghosts) {
+        const oldest = this.#ghosts.keys().next()
+        if (oldest.done !== true) {
+          this.#ghosts.delete(oldest.value)
+          this.#incarnation++
+        }
+      }
+      this.#ghosts.set(ghostId(dropped.key, counters.id), counters)
     }
-    throw new StoreFullError(`SyncedStore holds ${this.#maxKeys} keys with counts not yet sent to Redis (maxKeys)`)
+    return true
   }
 
   /** Whether every policy of the set is a window this store counts locally (once per set). */
@@ -314,4 +447,14 @@ export class SyncedStore implements Store {
     }
     return counted
   }
+}
+
+function withId(all: readonly PolicyCounters[], id: string): PolicyCounters | undefined {
+  for (const counters of all) if (counters.id === id) return counters
+  return undefined
+}
+
+/** A ghost's id: key and policy id, split by the first NUL (set ids and policy ids have none). */
+function ghostId(key: string, id: string): string {
+  return `${id}\0${key}`
 }

@@ -31,7 +31,7 @@ const SWEPT_PER_SYNC = 256
 /** A key near its limit is read at every sync for this long after its last decision here. */
 const WATCH_MS = 1000
 /** Share of `exactAbove × limit` from which a key used here lately is watched, and below which its changes may be held. */
-const WATCH_FROM = 0.5
+export const WATCH_FROM = 0.5
 /**
  * A key far from its limit may hold its changes this long and up to this many units before a sync
  * carries them (a cool key then costs Redis one read and write a second, not one per request); a
