@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { ConfigError, type Observe } from '@sluice/core'
 import { assertKnownOptions, toMilliseconds } from '@sluice/core/store'
 import type { RedisClient } from '../client.js'
-import { assertPrefix } from '../options.js'
+import { assertPrefix, CLIENT_OPTION_HINTS } from '../options.js'
 
 /** Every option `SyncedStore` takes; any other name is a ConfigError with a hint. */
 export const SYNCED_STORE_OPTION_NAMES: readonly string[] = [
@@ -79,7 +79,12 @@ export function resolveOptions(options: SyncedStoreOptions): ResolvedOptions {
   if (options === null || typeof options !== 'object') {
     throw new ConfigError('options', options, 'must be an object such as { client: new Redis() }')
   }
-  assertKnownOptions(options as unknown as Record<string, unknown>, SYNCED_STORE_OPTION_NAMES, 'SyncedStore')
+  assertKnownOptions(
+    options as unknown as Record<string, unknown>,
+    SYNCED_STORE_OPTION_NAMES,
+    'SyncedStore',
+    CLIENT_OPTION_HINTS,
+  )
   const { client, prefix = 'sluice:', interval = 100, exactAbove = 0.8, maxKeys = 100_000, now, observe } = options
   assertPrefix(prefix)
   if (typeof exactAbove !== 'number' || !(exactAbove > 0 && exactAbove <= 1)) {
