@@ -55,6 +55,8 @@ export { FilteredStore } from './stores/filtered-store.js'
 export type { MemoryStoreOptions } from './stores/memory-store.js'
 export { MemoryStore } from './stores/memory-store.js'
 export type { SketchStoreOptions } from './stores/sketch-store.js'
+// The contract, for an application that types a store it passes around; its authors' tools are in @sluice/core/store.
+export type { Store } from './stores/store.js'
 export { SketchStore } from './stores/sketch-store.js'
 export type { Validate, WarningCode } from './validations.js'
 export { WARNING_CODES } from './validations.js'
