@@ -23,6 +23,7 @@ import {
 import { storedKey } from './stored-key.js'
 import { MemoryStore } from './stores/memory-store.js'
 import { type Awaitable, andThen, isThenable, type Store } from './stores/store.js'
+import { countingSetOf, type PolicyUsage, usageOf } from './usage.js'
 import { type Validate, Warnings } from './validations.js'
 
 /** Options of `createLimiter`. */
@@ -108,6 +109,13 @@ export interface Limiter {
   acquire(key: string, options?: AcquireOptions): Promise<Decision>
   /** What `consume` with cost 1 would decide, consuming nothing. */
   peek(key: string): Promise<Decision>
+  /**
+   * What each policy has counted for the key, in the limits' order, consuming nothing: `used`
+   * (a window's count as stored, beyond `limit` after an over-spent settle), `limit`,
+   * `remaining` and `resetAfter`. For a usage page or a quota API. Store failures reject (the
+   * `timeout` applies): a read for display is not a decision.
+   */
+  usage(key: string): Promise<readonly PolicyUsage[]>
   reset(key: string): Promise<void>
   /**
    * Gives back `cost` units that an admitted `consume` took (a request that should not have
@@ -349,6 +357,16 @@ export function createLimiter<const L extends LimiterOptions['limits'] = Limiter
       } catch (error) {
         return Promise.reject(error)
       }
+    },
+    async usage(key) {
+      if (typeof key !== 'string') throw keyError(key)
+      const on = setFor(key)
+      const counting = countingSetOf(on)
+      const [outcomes, counts] = await Promise.all([
+        settle(store.peek(stored(key), on), deadlines),
+        counting === undefined ? undefined : settle(store.peek(stored(key), counting), deadlines),
+      ])
+      return usageOf(on, outcomes, counts)
     },
     async reset(key) {
       if (typeof key !== 'string') throw keyError(key)
