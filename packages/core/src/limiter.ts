@@ -330,7 +330,7 @@ export function createLimiter<const L extends LimiterOptions['limits'] = Limiter
   /** `consume`, answered synchronously when the store is; throws what `consume` rejects with. */
   const consumeNow = (key: string, consumeOptions?: ConsumeOptions): Awaitable<Decision> => {
     // Only a missing cost means 1: a null from a lookup that found nothing is a mistake.
-    const cost: unknown = consumeOptions?.cost === undefined ? 1 : consumeOptions.cost
+    const cost: unknown = consumeOptions === undefined ? 1 : costOf(consumeOptions, 'consume')
     if (typeof key !== 'string') throw keyError(key)
     // A cost of 1 always fits (every policy admits at least 1): most calls skip the checks.
     const invalid = cost === 1 ? undefined : costError(cost)
@@ -373,7 +373,7 @@ export function createLimiter<const L extends LimiterOptions['limits'] = Limiter
       await settle(store.reset(stored(key), setFor(key)), deadlines)
     },
     async refund(key, refundOptions) {
-      const cost: unknown = refundOptions?.cost === undefined ? 1 : refundOptions.cost
+      const cost: unknown = refundOptions === undefined ? 1 : costOf(refundOptions, 'refund')
       if (typeof key !== 'string') throw keyError(key)
       const invalid = costError(cost)
       if (invalid !== undefined) throw invalid
@@ -389,7 +389,7 @@ export function createLimiter<const L extends LimiterOptions['limits'] = Limiter
       await settle(store.refund(stored(key), setFor(key, admittedAt), cost as number, admittedAt), deadlines)
     },
     async penalty(key, penaltyOptions) {
-      const cost: unknown = penaltyOptions?.cost === undefined ? 1 : penaltyOptions.cost
+      const cost: unknown = penaltyOptions === undefined ? 1 : costOf(penaltyOptions, 'penalty')
       if (typeof key !== 'string') throw keyError(key)
       if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 1) {
         throw new ConfigError('cost', cost, 'must be a positive whole number of units')
@@ -542,6 +542,21 @@ function assertAdmittedAt(admittedAt: unknown): void {
   if (admittedAt !== undefined && (typeof admittedAt !== 'number' || !Number.isFinite(admittedAt))) {
     throw new ConfigError('admittedAt', admittedAt, 'must be epoch milliseconds from limiter.clock()')
   }
+}
+
+/**
+ * The `cost` of a call's options (1 when missing). A number instead of the options is
+ * rate-limiter-flexible's `consume(key, points)`: a ConfigError, never a silent cost of 1.
+ */
+function costOf(options: { cost?: number } | null, method: string): unknown {
+  if (options === null || typeof options !== 'object') {
+    throw new ConfigError(
+      'options',
+      options,
+      `must be an object such as { cost: 3 }: write ${method}(key, { cost: ${typeof options === 'number' ? options : 'n'} }), not ${method}(key, n)`,
+    )
+  }
+  return options.cost === undefined ? 1 : options.cost
 }
 
 function keyError(key: unknown): ConfigError {
