@@ -55,16 +55,19 @@ describe.skipIf(!redis)('a client that is not ready yet', () => {
       expect(decision.source).toBe('error')
       expect(decision.error).toBeInstanceOf(ClientNotReadyError)
       expect((decision.error as Error).message).toMatch(
-        /^the ioredis client is not ready yet \(status '\w+'\): wait for its 'ready' event/,
+        /^the ioredis client is not ready \(status '\w+'\) and has not answered a store yet: if it has not connected, wait for its 'ready' event/,
       )
       expect(warnings.mock.calls.flat().join('\n')).toMatch(/SLUICE_STORE_FAILING: .*wait for its 'ready' event/)
       if (client.status !== 'ready') await once(client, 'ready')
       expect(await limiter.consume('k')).toMatchObject({ source: 'store', remaining: 4 })
-      // Once it has answered, a later failure is an outage, reported as the client words it.
+      // Once it has answered, a later failure is an outage, reported as the client words it: on
+      // this store, and on another store of the same client that had not been asked before.
+      const second = createLimiter({ limits: '5/s', store: new RedisStore({ client, prefix: uniquePrefix('io-two') }) })
       client.disconnect()
-      const later = await limiter.consume('k')
-      expect(later.source).toBe('error')
-      expect(later.error).not.toBeInstanceOf(ClientNotReadyError)
+      for (const later of [await limiter.consume('k'), await second.consume('k')]) {
+        expect(later.source).toBe('error')
+        expect(later.error).not.toBeInstanceOf(ClientNotReadyError)
+      }
     } finally {
       client.disconnect()
     }

@@ -12,6 +12,8 @@ export interface WorkerResult {
   slowest: number
   unhandled: string[]
   syncErrors: string[]
+  /** The longest time between two syncs while offering, in ms: `interval` on an idle machine. */
+  maxSyncGap: number
 }
 
 /** Starts one worker process and resolves once it printed "ready". */

@@ -46,8 +46,8 @@ export type Arg = string | number | Buffer
 export interface ScriptClient {
   /** Keys of one call must share a slot, and batches are split by hash tag. */
   readonly cluster: boolean
-  /** Whether a call has succeeded on it: after that, a failure is an outage, not a client never made ready. */
-  answered: boolean
+  /** Records that a call succeeded: after that, a failure is an outage, not a client never made ready. */
+  noteAnswer(): void
   /** False while the client says it has no connection (connecting again, closed): a call would only wait. */
   connected(): boolean
   /**
@@ -81,7 +81,7 @@ export function run(
   }
   return call.then(
     (reply) => {
-      client.answered = true
+      client.noteAnswer()
       return reply
     },
     (error: unknown) => {
@@ -89,6 +89,28 @@ export function run(
       return client.eval(s.source, keys, args, binary)
     },
   )
+}
+
+/**
+ * The clients (the library's objects) a call has succeeded on, whichever store made the call: a
+ * second store on a client the first has used is not "a client never made ready" in an outage.
+ */
+const answeredClients = new WeakSet<object>()
+
+/** Whether any store's call has succeeded on `client`; records it on the first success. */
+class Answers {
+  #answered = false
+  constructor(readonly client: object) {}
+
+  note(): void {
+    if (this.#answered) return
+    this.#answered = true
+    answeredClients.add(this.client)
+  }
+
+  get any(): boolean {
+    return this.#answered || answeredClients.has(this.client)
+  }
 }
 
 /**
@@ -152,11 +174,16 @@ interface IoredisBuffers {
 class IoredisScripts implements ScriptClient {
   readonly #client: IoredisBuffers
   readonly cluster: boolean
-  answered = false
+  readonly #answers: Answers
 
   constructor(client: IoredisBuffers, cluster: boolean) {
     this.#client = client
     this.cluster = cluster
+    this.#answers = new Answers(client)
+  }
+
+  noteAnswer(): void {
+    this.#answers.note()
   }
 
   /** 'wait' is a lazy client's first call still to come; 'connect' is connected, not yet ready. */
@@ -167,9 +194,9 @@ class IoredisScripts implements ScriptClient {
 
   explain(error: unknown): unknown {
     const { status } = this.#client
-    if (this.answered || status === 'ready') return error
+    if (this.#answers.any || status === 'ready') return error
     return new ClientNotReadyError(
-      `the ioredis client is not ready yet (status '${status}'): wait for its 'ready' event, e.g. await once(client, 'ready'), before the first request`,
+      `the ioredis client is not ready (status '${status}') and has not answered a store yet: if it has not connected, wait for its 'ready' event, e.g. await once(client, 'ready'), before the first request`,
       error,
     )
   }
@@ -210,11 +237,16 @@ const TEXT = {}
 class NodeRedisScripts implements ScriptClient {
   readonly #client: NodeRedisSend
   readonly cluster: boolean
-  answered = false
+  readonly #answers: Answers
 
   constructor(client: NodeRedisSend, cluster: boolean) {
     this.#client = client
     this.cluster = cluster
+    this.#answers = new Answers(client)
+  }
+
+  noteAnswer(): void {
+    this.#answers.note()
   }
 
   /** A cluster has no single `isReady`: it routes per slot and is taken as connected. */
@@ -223,7 +255,7 @@ class NodeRedisScripts implements ScriptClient {
   }
 
   explain(error: unknown): unknown {
-    if (this.answered || this.#client.isOpen) return error
+    if (this.#answers.any || this.#client.isOpen) return error
     return new ClientNotReadyError(
       'the node-redis client is not connected: call await client.connect() before the first request',
       error,
