@@ -1,4 +1,4 @@
-import { createLimiter, type Limiter } from '@sluice/core'
+import { createLimiter, type Limiter, type PolicyUsage } from '@sluice/core'
 import type { Store } from '@sluice/core/store'
 import { rateLimit } from '@sluice/hono'
 import { type Context, Hono } from 'hono'
@@ -13,9 +13,6 @@ type Env = { Variables: { apiKey: string } }
 
 /** The most tokens one completion may ask for. */
 const MAX_TOKENS = 4_000
-
-/** The largest limit a policy takes (15 digits, what the RateLimit headers carry): no plan's usage reaches it. */
-const METER_LIMIT = 999_999_999_999_999
 
 /**
  * The gateway: per API key (`Authorization: Bearer <key>`), 20 requests a minute and a monthly
@@ -37,15 +34,6 @@ export function createGateway(store: Store): Hono<Env> {
       createLimiter({ limits: { limit, period: 'month', name: 'tokens' }, store, namespace: 'tokens' }),
     ]),
   ) as Record<Plan, Limiter>
-  // The month's usage as stored, overspend included: a plan's `remaining` stops at 0, but a
-  // policy of the same name reads the same count against any limit, so under one no usage
-  // reaches, `METER_LIMIT - remaining` is the count itself. Only ever peeked.
-  const meter = createLimiter({
-    limits: { limit: METER_LIMIT, period: 'month', name: 'tokens' },
-    store,
-    namespace: 'tokens',
-  })
-
   const app = new Hono<Env>()
 
   app.use('/v1/*', async (c, next) => {
@@ -97,17 +85,15 @@ export function createGateway(store: Store): Hono<Env> {
     return c.json(await usageOf(apiKey))
   })
 
-  /** The month's tokens used (beyond the quota after an overspent settle), and what the plan leaves. */
+  /**
+   * The month's tokens used (beyond the quota after an overspent settle, where `remaining` stops
+   * at 0), and what the plan leaves: `limiter.usage`, which consumes nothing.
+   */
   async function usageOf(apiKey: string) {
     const plan = planOf(apiKey)
-    const [quota, stored] = await Promise.all([tokens[plan].peek(apiKey), meter.peek(apiKey)])
-    return {
-      plan,
-      limit: PLANS[plan],
-      used: METER_LIMIT - stored.remaining,
-      remaining: quota.remaining,
-      resetsInSeconds: Math.ceil(quota.resetAfter / 1000),
-    }
+    const [month] = await tokens[plan].usage(apiKey)
+    const { limit, used, remaining, resetAfter } = month as PolicyUsage
+    return { plan, limit, used, remaining, resetsInSeconds: Math.ceil(resetAfter / 1000) }
   }
 
   return app

@@ -79,7 +79,9 @@ describe.skipIf(!privateRedis || !ioredis)('a fallback that shares, while Redis 
       return new FallbackShare({ processes: () => fleet.processes })
     })
     await until(() => fleets.every((fleet) => fleet.processes === PROCESSES))
-    expect((await hammer(limiters, 'before', 1)).store).toBe(PROCESSES)
+    // Redis answers every limiter (within the 100 ms timeout, which a busy machine may miss once).
+    let round = 0
+    await until(async () => (await hammer(limiters, `before-${round++}`, 1)).store === PROCESSES)
 
     const during = await stalled(() => hammer(limiters, 'hot', 50))
     expect(during.store).toBe(0)

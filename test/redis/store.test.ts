@@ -1,4 +1,4 @@
-import { type ObserveEvent, parsePolicies, type SyncEvent } from '@sluice/core'
+import { createLimiter, type ObserveEvent, parsePolicies, type SyncEvent } from '@sluice/core'
 import type { Outcome } from '@sluice/core/store'
 import { RedisStore, SyncedStore } from '@sluice/redis'
 import { Redis } from 'ioredis'
@@ -205,6 +205,27 @@ describe.skipIf(!privateRedis).each(CLIENTS)('RedisStore round trips (private se
     expect((await store.consume('attacker', set, 1))[0]?.allowed).toBe(true)
     expect(delta(before, await stats())).toMatchObject({ evalsha: 1 })
   })
+
+  it.each(['fixed-window', 'gcra'] as const)(
+    '%s: a denial answered locally reports whole milliseconds, as Redis does (what onLimited and the headers read)',
+    async (algorithm) => {
+      // The cache's clock is the monotonic one, which reads fractions of a millisecond.
+      const store = new RedisStore({ client, prefix: uniquePrefix(`whole-ms-${algorithm}`) })
+      const limiter = createLimiter({ limits: { limit: 2, window: '1s', algorithm }, store })
+      await limiter.consume('k', { cost: 2 })
+      const fromRedis = await limiter.consume('k')
+      expect(fromRedis.allowed).toBe(false)
+      const before = await stats()
+      const decisions = [await limiter.consume('k'), await limiter.consume('k'), await limiter.consume('k')]
+      expect(delta(before, await stats())).toEqual({}) // answered by the cache
+      for (const d of decisions) {
+        expect(d.allowed).toBe(false)
+        expect(Number.isInteger(d.retryAfter)).toBe(true)
+        expect(Number.isInteger(d.resetAfter)).toBe(true)
+        expect(d.retryAfter).toBeLessThanOrEqual(fromRedis.retryAfter)
+      }
+    },
+  )
 
   it('reset clears the local denial too; a cheaper request still asks Redis', async () => {
     const store = new RedisStore({ client, prefix: 'cache-reset:' })

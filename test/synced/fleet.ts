@@ -15,6 +15,8 @@ export interface WorkerResult {
   /** Decisions that failed (StoreFullError), per pattern. */
   errors: Partial<Record<Pattern, number>>
   lastError?: string
+  /** The longest time between two syncs while offering, in ms: `interval` on an idle machine. */
+  maxSyncGap: number
 }
 
 /** Starts one worker process and resolves once it printed "ready". */

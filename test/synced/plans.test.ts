@@ -87,7 +87,9 @@ describe.skipIf(redis === undefined).each(CLIENTS)(
           }),
           { numRuns: 200 },
         )
-      })
+        // 200 traces, a Redis round trip after every step: about 8 s alone, several times that on
+        // a machine busy with other work. The bound is on the work, not its speed.
+      }, 120_000)
 
       it('the same, decided from local counts alone (no sync after the first step)', async () => {
         let run = 0

@@ -100,14 +100,22 @@ describe.skipIf(!redis)('SyncedStore: several processes, 2× the limit offered',
             }
           }
         }
-        // One read at a time, so an older read never lands after a newer one.
-        let reads = Promise.resolve()
-        const reading = setInterval(() => {
-          reads = reads.then(merge).catch(() => undefined)
-        }, 1000)
+        // One read at a time, so an older read never lands after a newer one; each starts as soon as
+        // the last is done (a fixed period fell behind the expiry on a busy machine: a full read of
+        // 25 000 sub-window hashes took seconds, and hashes it had not reached yet expired unread).
+        let running = true
+        let slowestRead = 0
+        const reads = (async () => {
+          while (running) {
+            const began = performance.now()
+            await merge().catch(() => undefined)
+            slowestRead = Math.max(slowestRead, performance.now() - began)
+            await new Promise((resolve) => setTimeout(resolve, 50))
+          }
+        })()
         const burning = Array.from({ length: burners }, () => spawn(process.execPath, ['-e', 'for (;;) {}']))
         const results = await runFleet(plans).finally(() => {
-          clearInterval(reading)
+          running = false
           for (const burner of burning) burner.kill('SIGKILL')
         })
         await reads
@@ -140,8 +148,16 @@ describe.skipIf(!redis)('SyncedStore: several processes, 2× the limit offered',
           }
         }
         const percent = (share: number) => `${(share * 100).toFixed(1)} %`
+        // The bounds of the keys that fill between syncs hold for syncs on time: the others' unseen
+        // traffic is projected over about two intervals (README). On a machine too busy to run the
+        // timers on time the horizon is what the run measured, the longest gap between syncs plus
+        // an interval, and the bound stretches with it; never below the documented one. The hot
+        // key is decided exactly near its limit: its bound does not depend on sync timing.
+        const interval = plans[0]?.interval ?? 100
+        const maxSyncGap = Math.max(...results.map((r) => r.maxSyncGap))
+        const stretch = pattern === 'hot' ? 1 : Math.max(1, (maxSyncGap + interval) / (2 * interval))
         console.log(
-          `${processes}×${beside} ${algorithm} ${window}ms ${pattern}: offered ${offered}, admitted ${admitted}, worst window at the start ${percent(worst.start)}, middle ${percent(worst.middle)}, end ${percent(worst.end)} of the limit`,
+          `${processes}×${beside} ${algorithm} ${window}ms ${pattern}: offered ${offered}, admitted ${admitted}, worst window at the start ${percent(worst.start)}, middle ${percent(worst.middle)}, end ${percent(worst.end)} of the limit; longest gap between syncs ${Math.round(maxSyncGap)} ms (bounds × ${stretch.toFixed(2)}), slowest read of Redis ${Math.round(slowestRead)} ms`,
         )
         // Nothing admitted is missing, and nothing denied is counted: an exact script run after its
         // deadline counts nothing, and one admitted in time whose reply came after the 250 ms
@@ -171,9 +187,9 @@ describe.skipIf(!redis)('SyncedStore: several processes, 2× the limit offered',
         const offeredLoad = (offered * window) / duration / (limit * LOADED_KEYS[pattern])
         if (offeredLoad >= MUST_DENY_FROM) expect(admitted).toBeLessThan(offered)
         else console.log(`offered only ${offeredLoad.toFixed(2)}× the limit per window: not enough to require a denial`)
-        expect(worst.middle).toBeLessThanOrEqual(1 + OVERSHOOT_BOUND[pattern])
-        expect(worst.end).toBeLessThanOrEqual(1 + OVERSHOOT_BOUND[pattern])
-        expect(worst.start).toBeLessThanOrEqual(1 + COLD_START_BOUND[pattern])
+        expect(worst.middle).toBeLessThanOrEqual(1 + OVERSHOOT_BOUND[pattern] * stretch)
+        expect(worst.end).toBeLessThanOrEqual(1 + OVERSHOOT_BOUND[pattern] * stretch)
+        expect(worst.start).toBeLessThanOrEqual(1 + COLD_START_BOUND[pattern] * stretch)
       }, 60_000)
     }
   }

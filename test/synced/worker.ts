@@ -16,6 +16,9 @@ const unhandled: unknown[] = []
 /** Failed syncs, when (ms after go) and why: a test that finds counts missing prints them. */
 const syncErrors: string[] = []
 let started = Date.now()
+/** Once offering: when the last sync ended, and the longest time between two (a starved process syncs late). */
+let lastSync: number | undefined
+let maxSyncGap = 0
 process.on('unhandledRejection', (reason) => unhandled.push(String(reason)))
 const client = new Redis(plan.url)
 client.on('error', () => {})
@@ -26,8 +29,13 @@ const store = new SyncedStore({
   interval: plan.interval,
   nodeId: plan.nodeId,
   observe: (event) => {
-    if (event.type === 'sync' && event.error !== undefined)
-      syncErrors.push(`${Date.now() - started} ms: ${String(event.error)}`)
+    if (event.type !== 'sync') return
+    if (event.error !== undefined) syncErrors.push(`${Date.now() - started} ms: ${String(event.error)}`)
+    else if (lastSync !== undefined) {
+      const at = performance.now()
+      maxSyncGap = Math.max(maxSyncGap, at - lastSync)
+      lastSync = at
+    }
   },
   ...(plan.exactAbove === undefined ? {} : { exactAbove: plan.exactAbove }),
   ...(plan.maxKeys === undefined ? {} : { maxKeys: plan.maxKeys }),
@@ -49,6 +57,7 @@ for await (const _ of createInterface({ input: process.stdin })) break
 
 if (plan.delay !== undefined) await new Promise((r) => setTimeout(r, plan.delay))
 started = Date.now()
+lastSync = performance.now()
 const keyCount = plan.keys ?? KEYS
 /** Requests offered so far, per pattern. */
 const debts = patterns.map(() => 0)
@@ -89,7 +98,10 @@ await new Promise<void>((resolve) => {
     if (plan.progress) process.stdout.write(`${JSON.stringify({ progress: admitted })}\n`)
   }, 5)
 })
+lastSync = undefined // close() syncs on its own schedule
 await new Promise((r) => setTimeout(r, 300)) // exact decisions still in flight
 await store.close()
-process.stdout.write(`${JSON.stringify({ admitted, offered, slowest, unhandled, syncErrors, errors, lastError })}\n`)
+process.stdout.write(
+  `${JSON.stringify({ admitted, offered, slowest, unhandled, syncErrors, errors, lastError, maxSyncGap })}\n`,
+)
 client.disconnect()

@@ -1,7 +1,7 @@
 // Type tests: `pnpm typecheck` (tsc over test/) checks every expectTypeOf below; at run time
 // vitest only sees that they are no-ops. They hold the types a user gets without reading the source.
 import type { Decision, PolicyDecision } from '@sluice/core'
-import { ConfigError, createLimiter } from '@sluice/core'
+import { ConfigError, createLimiter, ipKey } from '@sluice/core'
 import { rateLimit as expressRateLimit, rateLimitOf } from '@sluice/express'
 import { rateLimit as honoRateLimit, type RateLimitVariables } from '@sluice/hono'
 import { rateLimit as koaRateLimit } from '@sluice/koa'
@@ -63,6 +63,18 @@ describe('types a user gets without declaring anything', () => {
         return ctx.ip
       },
     })
+  })
+
+  it("takes the key docs/keys.md shows: a user's id, else ipKey's string | undefined (undefined is keyed by the client IP)", () => {
+    type Authed = { user?: { id: string } }
+    expressRateLimit({ limits: ['1/s'], key: (req) => (req as express.Request & Authed).user?.id ?? ipKey(req.ip) })
+    koaRateLimit({ limits: ['1/s'], key: (ctx) => (ctx.state as Authed).user?.id ?? ipKey(ctx.ip) })
+    honoRateLimit({ limits: ['1/s'], key: async (c) => c.req.header('x-user') ?? ipKey(undefined) })
+    // What names no client by its type is still refused: null, an object.
+    // @ts-expect-error null is not a key
+    expressRateLimit({ limits: ['1/s'], key: () => null })
+    // @ts-expect-error an object is not a key
+    koaRateLimit({ limits: ['1/s'], key: (ctx) => ctx.state })
   })
 
   it('rejects options from other libraries at compile time, and at run time', () => {

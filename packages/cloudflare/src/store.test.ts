@@ -138,3 +138,17 @@ describe('DurableObjectStore: calendar periods', () => {
     expect(sent?.id).toMatch(new RegExp(`@${start}$`))
   })
 })
+
+describe('limiter.usage on Durable Objects (issue 40, item 7)', () => {
+  it('reads the count a monthly quota holds, beyond the limit after an over-spent settle', async () => {
+    const now = Date.parse('2026-11-30T23:00:00Z')
+    const store = new DurableObjectStore({ namespace: namespace() as never, now: () => now })
+    const limiter = createLimiter({ limits: { limit: 1000, period: 'month', name: 'tokens' }, store })
+    const admittedAt = limiter.clock()
+    await limiter.consume('k', { cost: 100 })
+    await limiter.settle('k', { reserved: 100, actual: 1100, admittedAt })
+    expect(await limiter.usage('k')).toEqual([
+      { name: 'tokens', limit: 1000, used: 1100, remaining: 0, resetAfter: 3_600_000 },
+    ])
+  })
+})

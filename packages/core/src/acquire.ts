@@ -113,6 +113,16 @@ export function acquirer(limiter: Acquirable): (key: string, options?: AcquireOp
 
   return (key, options = {}) => {
     if (typeof key !== 'string') return Promise.reject(new ConfigError('key', key, 'must be a string'))
+    if (options === null || typeof options !== 'object') {
+      const n = typeof options === 'number' ? options : 'n'
+      return Promise.reject(
+        new ConfigError(
+          'options',
+          options,
+          `must be an object such as { cost: 3 }: write acquire(key, { cost: ${n} })`,
+        ),
+      )
+    }
     const { cost, signal, maxWait } = options
     let wait: number
     try {

@@ -53,15 +53,40 @@ export function parseDurationString(text: string): number | undefined {
   return (match[1] === undefined ? 1 : Number(match[1])) * DURATION_UNIT_MS[unit as DurationUnit]
 }
 
+/** Units that name a calendar period (`PERIODS` in calendar.ts), which a fixed length cannot be. */
+const CALENDAR_UNITS: Readonly<Record<string, string>> = {
+  w: 'week',
+  wk: 'week',
+  wks: 'week',
+  week: 'week',
+  weeks: 'week',
+  mo: 'month',
+  mon: 'month',
+  mos: 'month',
+  month: 'month',
+  months: 'month',
+  y: 'year',
+  yr: 'year',
+  yrs: 'year',
+  year: 'year',
+  years: 'year',
+}
+
 /**
  * What to write instead of a duration string whose unit is unknown: `'; did you mean "5min"?'`,
- * or an empty string when nothing is close.
+ * a calendar period for weeks, months and years (with `limit` when the caller knows it), or an
+ * empty string when nothing is close.
  */
-export function durationHint(text: string): string {
+export function durationHint(text: string, limit = 'n'): string {
   const match = DURATION.exec(text)
   if (!match) return ''
   const [, amount = '', unit = ''] = match
-  if (unit === 'M') return '; "M" is not a unit: minutes are "m" or "min" (there are no months)'
+  if (unit === 'M')
+    return `; "M" is not a unit: minutes are "m" or "min", and a month is a calendar period: { limit: ${limit}, period: 'month' }`
+  const period = CALENDAR_UNITS[unit.toLowerCase()]
+  if (period !== undefined) {
+    return `; a ${period} is a calendar period, not a fixed window: write { limit: ${limit}, period: '${period}' } (it resets at the start of each ${period}, in timeZone)`
+  }
   const closest = didYouMean(unit, DURATION_UNITS)
   return closest === undefined ? '' : `; did you mean "${amount}${closest}"?`
 }

@@ -27,6 +27,8 @@ export class StoreTimeoutError extends Error {
   }
 }
 
+const MAX_DESCRIBED = 120
+
 export function describe(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value)
   if (typeof value === 'bigint') return `${value}n`
@@ -34,7 +36,9 @@ export function describe(value: unknown): string {
   if (Array.isArray(value)) return `an array of ${value.length}`
   if (value !== null && typeof value === 'object') {
     try {
-      return JSON.stringify(value)
+      // A client or store passed where it does not belong would bury the message in its fields.
+      const json = JSON.stringify(value)
+      return json.length > MAX_DESCRIBED ? `${json.slice(0, MAX_DESCRIBED)}…` : json
     } catch {
       return 'an object'
     }

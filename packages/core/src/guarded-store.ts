@@ -116,6 +116,11 @@ export class GuardedStore {
   }
 
   /** Resets the key's states of the set `on`. */
+  /** The store's outcomes for `on` without consuming; failures reject (a read for display is not a decision). */
+  async peek(key: string, on: PolicySet): Promise<readonly Outcome[]> {
+    return this.settle(this.store.peek(this.#stored(key), on))
+  }
+
   async reset(key: string, on: PolicySet): Promise<void> {
     await this.settle(this.store.reset(this.#stored(key), on))
   }

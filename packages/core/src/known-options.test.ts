@@ -125,3 +125,75 @@ describe('units: one list for the parser, the errors and the docs', () => {
     )
   })
 })
+
+/** Issue 40, item 4: hints that pointed at the wrong thing, or at nothing. */
+describe('hints that name the real problem', () => {
+  it('a limit that is not whole, or not in digits: the number is the problem, not the unit', () => {
+    const fraction = configError(() => parsePolicy('1.5/s')).message
+    expect(fraction).toMatch(/a limit counts whole requests: "3\/2s" is the same rate/)
+    expect(fraction).not.toMatch(/did you mean/)
+    const exponent = configError(() => parsePolicy('1e3/min')).message
+    expect(exponent).toMatch(/write the limit in digits: "1000\/min"/)
+    expect(exponent).not.toMatch(/did you mean/)
+    expect(configError(() => parsePolicy('0.1/min')).message).toMatch(/"1\/10m" is the same rate/)
+    expect(configError(() => parsePolicy('-5/min')).message).toMatch(/whole number of requests from 1/)
+  })
+
+  it.each([
+    ['10000/month', "{ limit: 10000, period: 'month' }"],
+    ['100/mo', "{ limit: 100, period: 'month' }"],
+    ['1000/week', "{ limit: 1000, period: 'week' }"],
+    ['5/year', "{ limit: 5, period: 'year' }"],
+    ['5/M', "{ limit: 5, period: 'month' }"],
+  ])('%s points to the calendar period %s', (text, period) => {
+    expect(configError(() => parsePolicy(text)).message).toContain(period)
+  })
+
+  it('a month as a window points to the calendar period too', () => {
+    const error = configError(() => parsePolicy({ limit: 100, window: '1month' }))
+    expect(error.field).toBe('limit.window')
+    expect(error.message).toContain("{ limit: n, period: 'month' }")
+  })
+
+  it("a Redis client given to createLimiter: pass it to a store, and the client's fields stay out of the message", () => {
+    const client = {
+      options: { host: 'localhost', port: 6379, keepAlive: 30_000, sentinels: null },
+      status: 'wait',
+      commandQueue: Array(50).fill(0),
+    }
+    const error = configError(() => createLimiter({ limits: '1/s', storeClient: client } as never))
+    expect(error.message).toMatch(
+      /^storeClient is not an option of createLimiter\(\): pass the client to a store: store: new RedisStore\(\{ client \}\)/,
+    )
+    expect(error.message).not.toMatch(/: use client/)
+    expect(error.message).toMatch(/got \{"options":\{"host":"localhost".{0,120}…$/)
+    expect(error.message.length).toBeLessThan(400)
+  })
+
+  it.each([
+    ['identifier', /use name on a policy object/],
+    ['execEvenly', /algorithm: 'gcra' with maxDelay/],
+    ['inMemoryBlockOnConsumed', /deniedCache, on by default/],
+  ])('%s, which the migration guides map, gets its hint', (option, hint) => {
+    expect(configError(() => createLimiter({ limits: '1/s', [option]: 1 } as never)).message).toMatch(hint)
+  })
+
+  it.each([
+    ['windowMs', /is not a policy option: use window/],
+    ['max', /is not a policy option: use limit/],
+    ['points', /is not a policy option: use limit/],
+    ['duration', /is not a policy option: use window: milliseconds \(not seconds\)/],
+    ['windwo', /is not a policy option: did you mean window\?/],
+  ])('%s inside limits gets a hint', (option, hint) => {
+    const error = configError(() => createLimiter({ limits: [{ limit: 5, window: '1s', [option]: 1 }] as never }))
+    expect(error.field).toBe(`limits[0].${option}`)
+    expect(error.message).toMatch(hint)
+  })
+
+  it("rateLimit()'s known options name each option once", () => {
+    const error = configError(() => createRateLimitHandler({ limits: '1/s', frobnicate: 1 } as never, adapter))
+    const known = /\(known options: ([^)]*)\)/.exec(error.message)?.[1]?.split(', ') ?? []
+    expect(known).toContain('validate')
+    expect(known.length).toBe(new Set(known).size)
+  })
+})

@@ -35,12 +35,30 @@ export const FOREIGN_OPTION_HINTS: Readonly<Record<string, OptionHint>> = {
   insuranceLimiter: 'use onStoreError: a fallback store, such as new MemoryStore()',
   blockDuration: "use blockFor in a policy, e.g. limits: [{ limit: 5, window: '1m', blockFor: '15m' }]",
   keyPrefix: 'use namespace on the limiter (or prefix on a RedisStore)',
-  storeClient: 'use client',
-  sendCommand: 'use client: an ioredis Redis or Cluster instance',
+  // A Redis client goes to a store; the stores of @sluice/redis say `use client`.
+  storeClient: 'pass the client to a store: store: new RedisStore({ client })',
+  sendCommand: 'pass the client to a store: store: new RedisStore({ client })',
+  db: 'pass a client connected to that database to a store: store: new RedisStore({ client })',
   ttl: "expiries follow each policy's window; there is nothing to set",
   expire: "expiries follow each policy's window; there is nothing to set",
-  db: 'use client: an ioredis client connected to that database',
   max_keys: 'use maxKeys',
+  identifier: "use name on a policy object, e.g. limits: [{ limit: 100, window: '15min', name: 'api' }]",
+  execEvenly:
+    "use algorithm: 'gcra' with maxDelay on a policy, e.g. limits: [{ limit: 10, window: '1s', algorithm: 'gcra', maxDelay: '1s' }], or limiter.acquire to wait for quota",
+  inMemoryBlockOnConsumed:
+    'RedisStore answers a denied key in the process until its retryAfter (its deniedCache, on by default), so remove it',
+  inMemoryBlockDuration:
+    'RedisStore answers a denied key in the process until its retryAfter (its deniedCache, on by default), so remove it',
+}
+
+/** The same for the options of one policy, as other limiters name them. */
+export const FOREIGN_POLICY_OPTION_HINTS: Readonly<Record<string, string>> = {
+  windowMs: "use window: milliseconds or a string such as '15min'",
+  max: 'use limit',
+  points: 'use limit',
+  duration: "use window: milliseconds (not seconds) or a string such as '1h'",
+  blockDuration: "use blockFor: milliseconds or a string such as '15m'",
+  execEvenly: "use algorithm: 'gcra' with maxDelay",
 }
 
 /**
@@ -65,6 +83,8 @@ export function assertKnownOptions(
         : closest !== undefined
           ? `: did you mean ${closest}?`
           : ''
-    throw new ConfigError(name, value, `is not an option of ${fn}${advice} (known options: ${known.join(', ')})`)
+    // A list built from others' (rateLimit()'s holds the limiter's) may name one twice.
+    const names = [...new Set(known)].join(', ')
+    throw new ConfigError(name, value, `is not an option of ${fn}${advice} (known options: ${names})`)
   }
 }

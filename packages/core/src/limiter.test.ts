@@ -439,3 +439,20 @@ describe('consumeNowOf', () => {
     expect(await answer).toMatchObject({ key: 'tenant:k', remaining: 1 })
   })
 })
+
+/** Issue 40, item 6: rate-limiter-flexible's `consume(key, points)` in plain JavaScript. */
+describe('a number where the options go', () => {
+  it('is a ConfigError naming the options, for consume, refund, penalty and acquire: never a silent cost of 1', async () => {
+    const limiter = createLimiter({ limits: '10/min' })
+    const plain = limiter as unknown as Record<string, (key: string, options: unknown) => Promise<unknown>>
+    for (const method of ['consume', 'refund', 'penalty', 'acquire']) {
+      const error = await plain[method]?.('k', 3).catch((e: unknown) => e)
+      expect(error).toBeInstanceOf(ConfigError)
+      expect(error).toMatchObject({ field: 'options', value: 3 })
+      expect((error as Error).message).toMatch(/\{ cost: 3 \}/)
+    }
+    expect((await limiter.peek('k')).remaining).toBe(10) // nothing was taken
+    expect((await limiter.consume('k', { cost: 3 })).remaining).toBe(7)
+    expect((await limiter.consume('k', undefined)).remaining).toBe(6)
+  })
+})

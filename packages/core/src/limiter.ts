@@ -22,6 +22,7 @@ import {
 } from './policy.js'
 import { MemoryStore } from './stores/memory-store.js'
 import { type Awaitable, andThen, type Store } from './stores/store.js'
+import { countingSetOf, type PolicyUsage, usageOf } from './usage.js'
 import { calendarNotServed, storeLacks, storeNameOf, type Validate, Warnings } from './validations.js'
 
 /** Options of `createLimiter`. */
@@ -107,6 +108,13 @@ export interface Limiter {
   acquire(key: string, options?: AcquireOptions): Promise<Decision>
   /** What `consume` with cost 1 would decide, consuming nothing. */
   peek(key: string): Promise<Decision>
+  /**
+   * What each policy has counted for the key, in the limits' order, consuming nothing: `used`
+   * (a window's count as stored, beyond `limit` after an over-spent settle), `limit`,
+   * `remaining` and `resetAfter`. For a usage page or a quota API. Store failures reject (the
+   * `timeout` applies): a read for display is not a decision.
+   */
+  usage(key: string): Promise<readonly PolicyUsage[]>
   reset(key: string): Promise<void>
   /**
    * Gives back `cost` units that an admitted `consume` took (a request that should not have
@@ -240,7 +248,7 @@ export class StoreLimiter implements Limiter {
    */
   readonly consumeNow = (key: string, options?: ConsumeOptions): Awaitable<Decision> => {
     // Only a missing cost means 1: a null from a lookup that found nothing is a mistake.
-    const cost: unknown = options?.cost === undefined ? 1 : options.cost
+    const cost: unknown = options === undefined ? 1 : costOf(options, 'consume')
     if (typeof key !== 'string') throw keyError(key)
     // A cost of 1 always fits (every policy admits at least 1): most calls skip the checks.
     const invalid = cost === 1 ? undefined : this.#costError(cost)
@@ -272,13 +280,24 @@ export class StoreLimiter implements Limiter {
     }
   }
 
+  readonly usage = async (key: string): Promise<readonly PolicyUsage[]> => {
+    if (typeof key !== 'string') throw keyError(key)
+    const on = this.#setFor(key)
+    const counting = countingSetOf(on)
+    const [outcomes, counts] = await Promise.all([
+      this.#guarded.peek(key, on),
+      counting === undefined ? undefined : this.#guarded.peek(key, counting),
+    ])
+    return usageOf(on, outcomes, counts)
+  }
+
   readonly reset = async (key: string): Promise<void> => {
     if (typeof key !== 'string') throw keyError(key)
     await this.#guarded.reset(key, this.#setFor(key))
   }
 
   readonly refund = async (key: string, options?: RefundOptions): Promise<void> => {
-    const cost: unknown = options?.cost === undefined ? 1 : options.cost
+    const cost: unknown = options === undefined ? 1 : costOf(options, 'refund')
     if (typeof key !== 'string') throw keyError(key)
     const invalid = this.#costError(cost)
     if (invalid !== undefined) throw invalid
@@ -289,7 +308,7 @@ export class StoreLimiter implements Limiter {
   }
 
   readonly penalty = async (key: string, options?: { cost?: number }): Promise<Decision> => {
-    const cost: unknown = options?.cost === undefined ? 1 : options.cost
+    const cost: unknown = options === undefined ? 1 : costOf(options, 'penalty')
     if (typeof key !== 'string') throw keyError(key)
     if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 1) {
       throw new ConfigError('cost', cost, 'must be a positive whole number of units')
@@ -409,6 +428,21 @@ function assertAdmittedAt(admittedAt: unknown): void {
   if (admittedAt !== undefined && (typeof admittedAt !== 'number' || !Number.isFinite(admittedAt))) {
     throw new ConfigError('admittedAt', admittedAt, 'must be epoch milliseconds from limiter.clock()')
   }
+}
+
+/**
+ * The `cost` of a call's options (1 when missing). A number instead of the options is
+ * rate-limiter-flexible's `consume(key, points)`: a ConfigError, never a silent cost of 1.
+ */
+function costOf(options: { cost?: number } | null, method: string): unknown {
+  if (options === null || typeof options !== 'object') {
+    throw new ConfigError(
+      'options',
+      options,
+      `must be an object such as { cost: 3 }: write ${method}(key, { cost: ${typeof options === 'number' ? options : 'n'} }), not ${method}(key, n)`,
+    )
+  }
+  return options.cost === undefined ? 1 : options.cost
 }
 
 function keyError(key: unknown): ConfigError {

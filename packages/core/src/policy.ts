@@ -1,4 +1,5 @@
 import { type CalendarRule, calendarRuleOf } from './calendar.js'
+import { didYouMean } from './did-you-mean.js'
 import {
   DURATION_UNITS_TEXT,
   type DurationUnit,
@@ -7,6 +8,7 @@ import {
   toMilliseconds,
 } from './duration.js'
 import { ConfigError } from './errors.js'
+import { FOREIGN_POLICY_OPTION_HINTS } from './known-options.js'
 
 /** The algorithm names a policy accepts, `sliding-window` being the default. */
 export const ALGORITHMS = ['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket', 'gcra'] as const
@@ -192,10 +194,12 @@ export function parsePolicy(input: unknown, field = 'limit'): Policy {
   const options = input as Record<string, unknown>
   for (const key of Object.keys(options)) {
     if (!OPTION_KEYS.has(key)) {
+      const known = [...OPTION_KEYS]
+      const hint = FOREIGN_POLICY_OPTION_HINTS[key] ?? didYouMeanHint(key, known)
       throw new ConfigError(
         `${field}.${key}`,
         options[key],
-        `is not a policy option (known: ${[...OPTION_KEYS].join(', ')})`,
+        `is not a policy option${hint === undefined ? '' : `: ${hint}`} (known: ${known.join(', ')})`,
       )
     }
   }
@@ -211,11 +215,37 @@ function parseShorthand(text: string, field: string): Policy {
       field,
       text,
       `is not a shorthand policy: write "<limit>/<window>" such as "100/min", "2/s" or "10/5m"${
-        match ? durationHint(match[2] as string) : ''
+        match ? shorthandHint(match[1] as string, match[2] as string, window) : ''
       } (units: ${DURATION_UNITS_TEXT})`,
     )
   }
   return buildPolicy({ limit, window }, field)
+}
+
+function didYouMeanHint(typed: string, known: readonly string[]): string | undefined {
+  const closest = didYouMean(typed, known)
+  return closest === undefined ? undefined : `did you mean ${closest}?`
+}
+
+/**
+ * What is wrong with a shorthand that did not parse: the window's unit when the window is the
+ * problem, else the limit, which counts whole requests written in digits.
+ */
+function shorthandHint(limitText: string, windowText: string, window: number | undefined): string {
+  const digits = /^\d+$/.test(limitText)
+  if (window === undefined) return durationHint(windowText, digits ? limitText : 'n')
+  const limit = Number(limitText)
+  if (Number.isSafeInteger(limit) && limit >= 1) return `; write the limit in digits: "${limit}/${windowText}"`
+  if (Number.isFinite(limit) && limit > 0) {
+    // The same rate in whole requests over a longer window: 1.5/s is 3/2s.
+    for (let times = 2; times <= 1000; times++) {
+      const whole = Math.round(limit * times)
+      if (Math.abs(whole - limit * times) < 1e-9 && Number.isSafeInteger(window * times)) {
+        return `; a limit counts whole requests: "${whole}/${formatDuration(window * times)}" is the same rate`
+      }
+    }
+  }
+  return '; the limit must be a whole number of requests from 1, written in digits'
 }
 
 function buildPolicy(options: Record<string, unknown>, field: string): Policy {

@@ -46,8 +46,15 @@ export type Arg = string | number | Buffer
 export interface ScriptClient {
   /** Keys of one call must share a slot, and batches are split by hash tag. */
   readonly cluster: boolean
+  /** Records that a call succeeded: after that, a failure is an outage, not a client never made ready. */
+  noteAnswer(): void
   /** False while the client says it has no connection (connecting again, closed): a call would only wait. */
   connected(): boolean
+  /**
+   * A failed call's error, or a `ClientNotReadyError` around it when the client has never answered
+   * and says why: a node-redis client not connected, an ioredis client not yet `ready`.
+   */
+  explain(error: unknown): unknown
   evalsha(sha: string, keys: readonly string[], args: readonly Arg[], binary: boolean): Promise<unknown>
   eval(source: string, keys: readonly string[], args: readonly Arg[], binary: boolean): Promise<unknown>
   del(keys: readonly string[]): Promise<unknown>
@@ -72,10 +79,49 @@ export function run(
     // A client that throws instead of rejecting still gives the caller a rejection.
     call = Promise.reject(error)
   }
-  return call.catch((error: unknown) => {
-    if (!isNoScript(error)) throw error
-    return client.eval(s.source, keys, args, binary)
-  })
+  return call.then(
+    (reply) => {
+      client.noteAnswer()
+      return reply
+    },
+    (error: unknown) => {
+      if (!isNoScript(error)) throw client.explain(error)
+      return client.eval(s.source, keys, args, binary)
+    },
+  )
+}
+
+/**
+ * The clients (the library's objects) a call has succeeded on, whichever store made the call: a
+ * second store on a client the first has used is not "a client never made ready" in an outage.
+ */
+const answeredClients = new WeakSet<object>()
+
+/** Whether any store's call has succeeded on `client`; records it on the first success. */
+class Answers {
+  #answered = false
+  constructor(readonly client: object) {}
+
+  note(): void {
+    if (this.#answered) return
+    this.#answered = true
+    answeredClients.add(this.client)
+  }
+
+  get any(): boolean {
+    return this.#answered || answeredClients.has(this.client)
+  }
+}
+
+/**
+ * A call failed on a client that has not answered yet and is not ready to: the message says what
+ * to do (connect it, or wait for `ready`), the client's own error is the `cause`.
+ */
+export class ClientNotReadyError extends Error {
+  override readonly name = 'ClientNotReadyError'
+  constructor(advice: string, cause: unknown) {
+    super(`${advice} (${cause instanceof Error ? cause.message : String(cause)})`, { cause })
+  }
 }
 
 /** The reply error of EVALSHA for a script the node does not hold; ioredis and node-redis word it alike. */
@@ -128,16 +174,31 @@ interface IoredisBuffers {
 class IoredisScripts implements ScriptClient {
   readonly #client: IoredisBuffers
   readonly cluster: boolean
+  readonly #answers: Answers
 
   constructor(client: IoredisBuffers, cluster: boolean) {
     this.#client = client
     this.cluster = cluster
+    this.#answers = new Answers(client)
+  }
+
+  noteAnswer(): void {
+    this.#answers.note()
   }
 
   /** 'wait' is a lazy client's first call still to come; 'connect' is connected, not yet ready. */
   connected(): boolean {
     const { status } = this.#client
     return status === 'ready' || status === 'wait' || status === 'connect'
+  }
+
+  explain(error: unknown): unknown {
+    const { status } = this.#client
+    if (this.#answers.any || status === 'ready') return error
+    return new ClientNotReadyError(
+      `the ioredis client is not ready (status '${status}') and has not answered a store yet: if it has not connected, wait for its 'ready' event, e.g. await once(client, 'ready'), before the first request`,
+      error,
+    )
   }
 
   // The *Buffer forms for binary replies. Not callBuffer('evalsha', …), which ioredis's
@@ -160,6 +221,7 @@ class IoredisScripts implements ScriptClient {
 
 /** node-redis's `sendCommand`: `(args, options)` on a client, `(firstKey, isReadonly, args, options)` on a cluster. */
 interface NodeRedisSend {
+  readonly isOpen: boolean
   readonly isReady?: boolean
   sendCommand(...args: unknown[]): Promise<unknown>
 }
@@ -175,15 +237,29 @@ const TEXT = {}
 class NodeRedisScripts implements ScriptClient {
   readonly #client: NodeRedisSend
   readonly cluster: boolean
+  readonly #answers: Answers
 
   constructor(client: NodeRedisSend, cluster: boolean) {
     this.#client = client
     this.cluster = cluster
+    this.#answers = new Answers(client)
+  }
+
+  noteAnswer(): void {
+    this.#answers.note()
   }
 
   /** A cluster has no single `isReady`: it routes per slot and is taken as connected. */
   connected(): boolean {
     return this.cluster || this.#client.isReady !== false
+  }
+
+  explain(error: unknown): unknown {
+    if (this.#answers.any || this.#client.isOpen) return error
+    return new ClientNotReadyError(
+      'the node-redis client is not connected: call await client.connect() before the first request',
+      error,
+    )
   }
 
   evalsha(sha: string, keys: readonly string[], args: readonly Arg[], binary: boolean): Promise<unknown> {

@@ -44,12 +44,14 @@ export class DeniedCache {
     if (cost !== entry.cost) return undefined
     // Another plan of the same named policies reads the same state against other limits: Redis decides.
     if (!samePlan(entry.policies, policies)) return undefined
+    // The monotonic clock reads fractions of a millisecond; times stay whole ms, rounded up so a
+    // retry at retryAfter is never early.
     const elapsed = now - entry.at
     return entry.outcomes.map((o) => ({
       allowed: o.allowed,
       remaining: o.remaining,
-      resetAfter: Math.max(0, o.resetAfter - elapsed),
-      retryAfter: o.allowed ? 0 : Math.max(1, o.retryAfter - elapsed),
+      resetAfter: Math.max(0, Math.ceil(o.resetAfter - elapsed)),
+      retryAfter: o.allowed ? 0 : Math.max(1, Math.ceil(o.retryAfter - elapsed)),
       delay: 0,
     }))
   }

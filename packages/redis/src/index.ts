@@ -1,6 +1,7 @@
 export type { RedisActiveClientsSyncOptions, SyncStats } from './active-clients/sync.js'
 export { RedisActiveClientsSync } from './active-clients/sync.js'
 export type { IoredisClient, NodeRedisClient, RedisClient } from './client.js'
+export { ClientNotReadyError } from './client.js'
 export type { CloseReport } from './close-report.js'
 export type { FleetSizeOptions } from './fleet-size.js'
 export { FleetSize } from './fleet-size.js'

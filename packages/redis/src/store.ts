@@ -9,7 +9,7 @@ import { DECIDE_LUA } from './lua/decide.js'
 import { PENALIZE_LUA } from './lua/penalize.js'
 import { policyRecords, readOutcomes, replyBytes } from './lua/protocol.js'
 import { REFUND_LUA } from './lua/refund.js'
-import { assertPrefix } from './options.js'
+import { assertPrefix, CLIENT_OPTION_HINTS } from './options.js'
 
 /** Options of `new RedisStore(options)`; see the README for each one. */
 export interface RedisStoreOptions {
@@ -113,7 +113,12 @@ export class RedisStore implements Store {
     if (options === null || typeof options !== 'object') {
       throw new ConfigError('options', options, 'must be an object such as { client: new Redis() }')
     }
-    assertKnownOptions(options as unknown as Record<string, unknown>, REDIS_STORE_OPTION_NAMES, 'RedisStore')
+    assertKnownOptions(
+      options as unknown as Record<string, unknown>,
+      REDIS_STORE_OPTION_NAMES,
+      'RedisStore',
+      CLIENT_OPTION_HINTS,
+    )
     const { client, prefix = 'sluice:', deniedCache = true, now, coalesce = true } = options
     const scripts = scriptClient(client)
     assertPrefix(prefix)

@@ -32,9 +32,10 @@ export interface CommonOptions<A extends unknown[], I, R> {
    * client IP as the framework resolves it, with IPv6 grouped by `ipv6Subnet`. Never a
    * client-settable header unless your framework is told to trust one. A key function that
    * returns anything else (undefined, null, '', an object, NaN) is reported once per middleware
-   * (SLUICE_UNUSABLE_KEY) and that request is keyed by the client IP instead.
+   * (SLUICE_UNUSABLE_KEY) and that request is keyed by the client IP instead; `undefined` is in
+   * the type since `req.user?.id ?? ipKey(req.ip)` may give it.
    */
-  key?: (...args: A) => Awaitable<RequestKey>
+  key?: (...args: A) => Awaitable<RequestKey | undefined>
   /** Return true to let the request through untouched: not counted, no headers. */
   skip?: (...args: A) => Awaitable<boolean>
   /** Status of a denial. Default 429. */
@@ -117,7 +118,7 @@ export function parseCommon<A extends unknown[], I, R>(
     throw new ConfigError('message', message, 'cannot be used with onLimited, which writes the response itself')
   }
 
-  const customKey = optionalFunction<(...args: A) => Awaitable<RequestKey>>('key', options.key)
+  const customKey = optionalFunction<(...args: A) => Awaitable<RequestKey | undefined>>('key', options.key)
   if (customKey && options.ipv6Subnet !== undefined) {
     throw new ConfigError(
       'ipv6Subnet',
@@ -153,7 +154,7 @@ export function parseCommon<A extends unknown[], I, R>(
  * IP, with one error per middleware that says what the function returned.
  */
 function keyOrAddress<A extends unknown[]>(
-  custom: (...args: A) => Awaitable<RequestKey>,
+  custom: (...args: A) => Awaitable<RequestKey | undefined>,
   addressKey: (...args: A) => string,
   warnings: Warnings,
 ): (...args: A) => Awaitable<string> {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { ConfigError, type Observe } from '@sluice/core'
 import { assertKnownOptions, toMilliseconds } from '@sluice/core/internal'
 import type { RedisClient } from '../client.js'
-import { assertPrefix } from '../options.js'
+import { assertPrefix, CLIENT_OPTION_HINTS } from '../options.js'
 
 /** Every option `SyncedStore` takes; any other name is a ConfigError with a hint. */
 export const SYNCED_STORE_OPTION_NAMES: readonly string[] = [
@@ -34,9 +34,11 @@ export interface SyncedStoreOptions {
   /** Keys (per policy set) kept in memory. Default 100 000. */
   maxKeys?: number
   /**
-   * This process's id in Redis. Default a random UUID: unique per process. A restarted process
-   * needs a new one: its running totals start again from 0, and under a reused id Redis would keep
-   * the larger, older totals until the new ones pass them (counts of the current windows missed).
+   * A name for this process in Redis, such as `os.hostname()`. Default a random UUID. Each start
+   * adds `@<start time>.<random>` (`store.nodeId` is the whole): running totals start again from 0
+   * at every start, and under a reused name Redis would keep the larger, older totals until the new
+   * ones passed them, so a restart within a window, or two processes given one name, would admit
+   * that window's counts again.
    */
   nodeId?: string
   /** Tests only: the clock in epoch ms, used instead of the local clock corrected to Redis `TIME`. */
@@ -79,7 +81,12 @@ export function resolveOptions(options: SyncedStoreOptions): ResolvedOptions {
   if (options === null || typeof options !== 'object') {
     throw new ConfigError('options', options, 'must be an object such as { client: new Redis() }')
   }
-  assertKnownOptions(options as unknown as Record<string, unknown>, SYNCED_STORE_OPTION_NAMES, 'SyncedStore')
+  assertKnownOptions(
+    options as unknown as Record<string, unknown>,
+    SYNCED_STORE_OPTION_NAMES,
+    'SyncedStore',
+    CLIENT_OPTION_HINTS,
+  )
   const { client, prefix = 'sluice:', interval = 100, exactAbove = 0.8, maxKeys = 100_000, now, observe } = options
   assertPrefix(prefix)
   if (typeof exactAbove !== 'number' || !(exactAbove > 0 && exactAbove <= 1)) {
@@ -88,10 +95,11 @@ export function resolveOptions(options: SyncedStoreOptions): ResolvedOptions {
   if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {
     throw new ConfigError('maxKeys', maxKeys, 'must be a positive whole number')
   }
-  const nodeId = options.nodeId ?? randomUUID()
-  if (typeof nodeId !== 'string' || nodeId.length === 0 || nodeId.length > 200) {
-    throw new ConfigError('nodeId', nodeId, 'must be a non-empty string of at most 200 characters')
+  const name = options.nodeId
+  if (name !== undefined && (typeof name !== 'string' || name.length === 0 || name.length > 200)) {
+    throw new ConfigError('nodeId', name, 'must be a non-empty string of at most 200 characters')
   }
+  const nodeId = name === undefined ? randomUUID() : `${name}@${startMark()}`
   const { weight } = options
   if (weight !== undefined && (typeof weight !== 'number' || !(weight > 0 && weight <= 1))) {
     throw new ConfigError('weight', weight, 'must be a share of each limit above 0 and at most 1, such as 0.5')
@@ -113,4 +121,12 @@ export function resolveOptions(options: SyncedStoreOptions): ResolvedOptions {
     weight,
     lease,
   }
+}
+
+/**
+ * What makes a given name one start's own: the start time (base 36 ms, so an operator reads when)
+ * and a random part, for two processes started in the same millisecond under one name.
+ */
+function startMark(): string {
+  return `${Date.now().toString(36)}.${randomUUID().slice(0, 8)}`
 }
