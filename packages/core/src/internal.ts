@@ -5,6 +5,6 @@
  * contract is `@sluice/core/store`.
  */
 export { toMilliseconds } from './duration.js'
-export { assertKnownOptions } from './known-options.js'
+export { assertKnownOptions, type OptionHint } from './known-options.js'
 export { containObserve } from './observe.js'
 export { capacityOf, policySetOf } from './policy.js'

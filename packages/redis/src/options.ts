@@ -1,5 +1,5 @@
 import { ConfigError } from '@sluice/core'
-import type { OptionHint } from '@sluice/core/store'
+import type { OptionHint } from '@sluice/core/internal'
 
 /** A prefix goes before the hash tag, so braces in it would move the tag. */
 export function assertPrefix(prefix: unknown): asserts prefix is string {
