@@ -68,11 +68,15 @@ const codeBytes = (code: number): Buffer => {
   return bytes
 }
 const logCodeBytes = codeBytes(ALGORITHM_CODES['sliding-log'])
-const LOG_BYTE = [...logCodeBytes.keys()].find((b) =>
-  Object.values(ALGORITHM_CODES).every(
-    (code) => code === ALGORITHM_CODES['sliding-log'] || codeBytes(code)[b] !== logCodeBytes[b],
-  ),
-) as number
+const LOG_BYTE = (() => {
+  const byte = [...logCodeBytes.keys()].find((b) =>
+    Object.values(ALGORITHM_CODES).every(
+      (code) => code === ALGORITHM_CODES['sliding-log'] || codeBytes(code)[b] !== logCodeBytes[b],
+    ),
+  )
+  if (byte === undefined) throw new Error("no byte of sliding-log's code tells it from the other codes")
+  return byte
+})()
 
 /** Byte `at` (1-based) of record `i`: a number when `i` is one, else `bytes * i - (bytes - at)`. */
 function offsetLua(bytes: number, i: string, at: number): string {
