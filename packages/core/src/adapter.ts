@@ -6,6 +6,13 @@
  */
 export { ceilMs, EPSILON, floorUnits } from './algorithms/outcome.js'
 export type {
+  AdaptiveConcurrencyOptions,
+  AdaptiveHandler,
+  AdaptivePlan,
+  OverloadInfo,
+} from './http/adaptive.js'
+export { createAdaptiveHandler } from './http/adaptive.js'
+export type {
   AdmissionControlOptions,
   AdmissionHandler,
   AdmissionInfo,
