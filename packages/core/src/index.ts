@@ -37,6 +37,8 @@ export type {
   SyncEvent,
 } from './observe.js'
 export type { AimdOptions } from './overload/aimd.js'
+export type { ClientThrottle, ClientThrottleOptions } from './overload/client-throttle.js'
+export { createClientThrottle, ThrottledError } from './overload/client-throttle.js'
 export type {
   AdaptiveLimiter,
   OverloadClassStats,

@@ -67,13 +67,16 @@ export interface ConcurrencyEvent {
  */
 export type OverloadRefusal = 'limit' | 'queue-full' | 'timeout' | 'evicted' | 'aborted'
 
-/** An adaptive concurrency limiter admitted, queued or refused work of one class. */
+/**
+ * An adaptive concurrency limiter admitted, queued or refused work of one class, or admitted
+ * work was `released` (finished: its slot freed), so that gauges of work in flight stay exact.
+ */
 export interface OverloadEvent {
   readonly type: 'overload'
   /** The limiter's `name`. */
   readonly name: string
   readonly class: string
-  readonly outcome: 'admitted' | 'queued' | 'refused'
+  readonly outcome: 'admitted' | 'queued' | 'refused' | 'released'
   /** Set when refused. */
   readonly reason?: OverloadRefusal
   /** Milliseconds the work waited in the queue. */

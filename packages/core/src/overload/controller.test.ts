@@ -174,7 +174,7 @@ describe('the event-loop delay signal', () => {
 })
 
 describe('events', () => {
-  it('reports each admission, wait and refusal with the class, and each limit update', async () => {
+  it('reports each admission, wait, refusal and release with the class and the counts', async () => {
     const events: ObserveEvent[] = []
     const { limiter } = fixed(1, { observe: (e) => events.push(e), queue: { size: 1, maxWait: '1s' } })
     const held = slot(limiter.acquire())
@@ -193,6 +193,7 @@ describe('events', () => {
       }),
       expect.objectContaining({ type: 'overload', outcome: 'queued', inflight: 1, queued: 1, classQueued: 1 }),
       expect.objectContaining({ type: 'overload', outcome: 'refused', reason: 'queue-full', waitedMs: 0 }),
+      expect.objectContaining({ type: 'overload', outcome: 'released', inflight: 0, classInflight: 0, queued: 1 }),
       expect.objectContaining({ type: 'overload', outcome: 'admitted', inflight: 1, queued: 0 }),
     ])
   })

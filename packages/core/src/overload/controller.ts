@@ -1,5 +1,5 @@
 import { ConfigError } from '../errors.js'
-import { containObserve, type ObserveEvent, type OverloadRefusal } from '../observe.js'
+import { containObserve, type ObserveEvent, type OverloadEvent, type OverloadRefusal } from '../observe.js'
 import type { Awaitable } from '../stores/store.js'
 import type { LatencyWindow } from './algorithm.js'
 import {
@@ -297,6 +297,7 @@ class Controller implements AdaptiveLimiter {
         released = true
         this.#inflight--
         cls.inflight--
+        this.#emitRequest(cls, 'released', undefined, waitedMs)
         if (outcome !== 'ignore') this.#sample(since, inflightAtStart, outcome === 'dropped')
         this.#drain()
       },
@@ -406,7 +407,7 @@ class Controller implements AdaptiveLimiter {
 
   #emitRequest(
     cls: ClassState,
-    outcome: 'admitted' | 'queued' | 'refused',
+    outcome: OverloadEvent['outcome'],
     reason: OverloadRefusal | undefined,
     waitedMs: number,
   ): void {
