@@ -6,7 +6,10 @@ function setup(k = 2) {
   const clock = { now: 0 }
   let next = 0.5
   const throttle = createClientThrottle({ k, now: () => clock.now, random: () => next })
-  return { clock, throttle, roll: (value: number) => void (next = value) }
+  const roll = (value: number): void => {
+    next = value
+  }
+  return { clock, throttle, roll }
 }
 
 describe('createClientThrottle', () => {
