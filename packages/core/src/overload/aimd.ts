@@ -4,7 +4,7 @@ import { appLimited, type LatencyWindow, type LimitAlgorithm } from './algorithm
 export interface AimdOptions {
   /** The factor applied to the limit on a congested window. Default 0.9. */
   backoff?: number
-  /** A window is congested when its mean latency exceeds this multiple of the no-load latency. Default 2. */
+  /** A window is congested when its mean latency exceeds this multiple of the no-load latency. Default 1.5. */
   tolerance?: number
 }
 

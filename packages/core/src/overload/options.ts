@@ -78,7 +78,7 @@ export interface AdaptiveLimiterOptions {
   classes?: readonly (string | OverloadClass)[]
   /**
    * Work over the limit waits here for a slot, at most `size` at once and `maxWait` each, before
-   * it is refused; false refuses at once. Default `{ size: 50, maxWait: '50ms' }`.
+   * it is refused; false refuses at once. Default `{ size: 10, maxWait: '50ms' }`.
    */
   queue?: { size?: number; maxWait?: number | string } | false
   /**
@@ -199,7 +199,7 @@ function parseAlgorithm(value: unknown): { name: OverloadAlgorithm; algorithm: L
         algorithm: new Aimd({
           backoff: raw.backoff === undefined ? 0.9 : fraction(at('backoff'), raw.backoff, { above: 0, atMost: 0.99 }),
           tolerance:
-            raw.tolerance === undefined ? 2 : fraction(at('tolerance'), raw.tolerance, { above: 1, atMost: 100 }),
+            raw.tolerance === undefined ? 1.5 : fraction(at('tolerance'), raw.tolerance, { above: 1, atMost: 100 }),
         }),
       }
   }
@@ -241,10 +241,10 @@ function parseClasses(value: unknown): Required<OverloadClass>[] {
 
 function parseQueue(value: unknown): ParsedOptions['queue'] {
   if (value === false) return { size: 0, maxWaitMs: 0 }
-  const raw = plainObject('queue', value ?? {}, "{ size: 50, maxWait: '50ms' }")
+  const raw = plainObject('queue', value ?? {}, "{ size: 10, maxWait: '50ms' }")
   assertKnownOptions(raw, ['size', 'maxWait'], 'queue')
   return {
-    size: raw.size === undefined ? 50 : wholeNumber('queue.size', raw.size, 0),
+    size: raw.size === undefined ? 10 : wholeNumber('queue.size', raw.size, 0),
     maxWaitMs: raw.maxWait === undefined ? 50 : toMilliseconds('queue.maxWait', raw.maxWait),
   }
 }

@@ -201,7 +201,7 @@ export interface RequestRecord {
   readonly class: string
   /** `ok`: answered within the timeout; `late`: admitted, answered after the client gave up; `refused`. */
   readonly result: 'ok' | 'late' | 'refused'
-  /** Arrival to answer (refused: arrival to refusal), ms. */
+  /** Arrival to answer (refused: arrival to refusal; never answered: arrival to the end of the run), ms. */
   readonly latencyMs: number
 }
 
@@ -228,6 +228,9 @@ export interface LoadOptions {
 export async function runLoad(options: LoadOptions): Promise<RequestRecord[]> {
   const { clock, service, gate, random, workMs, timeoutMs } = options
   const records: RequestRecord[] = []
+  // Admitted and not yet answered, by arrival time: what is left at the end is counted as late.
+  const pending = new Map<number, { at: number; class: string }>()
+  let ids = 0
   const start = clock.now()
   const arrive = (): void => {
     const at = clock.now()
@@ -238,7 +241,10 @@ export async function runLoad(options: LoadOptions): Promise<RequestRecord[]> {
         records.push({ at, class: cls, result: 'refused', latencyMs: clock.now() - at })
         return
       }
+      const id = ids++
+      pending.set(id, { at, class: cls })
       service.start(work, () => {
+        pending.delete(id)
         const latencyMs = clock.now() - at
         const late = latencyMs > timeoutMs
         records.push({ at, class: cls, result: late ? 'late' : 'ok', latencyMs })
@@ -269,5 +275,8 @@ export async function runLoad(options: LoadOptions): Promise<RequestRecord[]> {
   }
   // Past the end, let the work in flight finish (the client's timeout bounds what it counts).
   await clock.runUntil(start + options.durationMs + timeoutMs * 4)
+  for (const { at, class: cls } of pending.values()) {
+    records.push({ at, class: cls, result: 'late', latencyMs: clock.now() - at })
+  }
   return records
 }
