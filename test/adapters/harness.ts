@@ -6,8 +6,8 @@ import type { AddressInfo } from 'node:net'
 import { Readable } from 'node:stream'
 import { createAdaptorServer } from '@hono/node-server'
 import Router from '@koa/router'
-import type { Decision, Limiter } from '@sluice/core'
-import type { ConcurrencyInfo } from '@sluice/core/adapter'
+import type { AdaptiveLimiter, Decision, Limiter } from '@sluice/core'
+import type { ConcurrencyInfo, OverloadInfo } from '@sluice/core/adapter'
 import * as sluiceExpress from '@sluice/express'
 import * as sluiceHono from '@sluice/hono'
 import * as sluiceKoa from '@sluice/koa'
@@ -48,6 +48,13 @@ type Neutral<O, I> = Omit<
 }
 export type RateOptions = Neutral<sluiceExpress.RateLimitOptions, Decision>
 export type ConcurrencyOptions = Neutral<sluiceExpress.ConcurrencyLimitOptions, ConcurrencyInfo>
+export type AdaptiveOptions = Omit<
+  Neutral<sluiceExpress.AdaptiveConcurrencyOptions, OverloadInfo>,
+  'priority' | 'limiter'
+> & {
+  priority?: (r: Req) => string | undefined
+  limiter?: sluiceExpress.AdaptiveConcurrencyOptions['limiter']
+}
 
 /** A middleware made by one harness, only usable in that harness's apps. */
 export type Mw = { readonly __middleware: unique symbol }
@@ -118,6 +125,7 @@ export interface Harness {
   readonly name: 'express' | 'koa' | 'hono'
   rateLimit(options: RateOptions): Mw
   concurrencyLimit(options: ConcurrencyOptions): Mw
+  adaptiveConcurrency(options: AdaptiveOptions): Mw & { readonly limiter: AdaptiveLimiter }
   app(spec: AppSpec): Promise<App>
 }
 
@@ -158,6 +166,23 @@ function convert<O extends Neutral<object, I>, I, Args extends unknown[], R>(
       },
     }),
   }
+}
+
+/** `convert`, and `priority` of the neutral request. */
+function convertAdaptive<Args extends unknown[], R>(
+  options: AdaptiveOptions,
+  reqOf: (...args: Args) => Req,
+  custom: (args: Args, out: Custom) => R,
+) {
+  const { priority, ...rest } = options
+  return {
+    ...convert<Neutral<object, OverloadInfo>, OverloadInfo, Args, R>(
+      rest as Neutral<object, OverloadInfo>,
+      reqOf,
+      custom,
+    ),
+    ...(priority && { priority: (...args: Args) => priority(reqOf(...args)) }),
+  } as never
 }
 
 async function listen(server: Server): Promise<Server> {
@@ -246,6 +271,18 @@ export const expressHarness: Harness = {
         ),
       ),
     ),
+  adaptiveConcurrency: (options) =>
+    sluiceExpress.adaptiveConcurrency(
+      convertAdaptive(
+        options,
+        (req: express.Request, res: express.Response) => ({
+          header: (n: string) => req.get(n),
+          status: () => res.statusCode,
+          local: (n: string) => res.locals[n],
+        }),
+        ([, res], out) => (out.silent ? undefined : res.status(out.status ?? res.statusCode).json(out.body)),
+      ),
+    ) as unknown as Mw & { readonly limiter: AdaptiveLimiter },
   async app(spec) {
     const counter = { handled: 0 }
     const app = express()
@@ -300,6 +337,10 @@ export const koaHarness: Harness = {
   name: 'koa',
   rateLimit: (options) => mw(sluiceKoa.rateLimit(convert(options, koaReq, koaCustom))),
   concurrencyLimit: (options) => mw(sluiceKoa.concurrencyLimit(convert(options, koaReq, koaCustom))),
+  adaptiveConcurrency: (options) =>
+    sluiceKoa.adaptiveConcurrency(convertAdaptive(options, koaReq, koaCustom)) as unknown as Mw & {
+      readonly limiter: AdaptiveLimiter
+    },
   async app(spec) {
     const counter = { handled: 0 }
     const app = new Koa(spec.trustProxy ? { proxy: true, maxIpsCount: spec.trustProxy === 'all' ? 0 : 1 } : {})
@@ -369,6 +410,10 @@ export const honoHarness: Harness = {
   name: 'hono',
   rateLimit: (options) => mw(sluiceHono.rateLimit(convert(options, honoReq, honoCustom))),
   concurrencyLimit: (options) => mw(sluiceHono.concurrencyLimit(convert(options, honoReq, honoCustom))),
+  adaptiveConcurrency: (options) =>
+    sluiceHono.adaptiveConcurrency(convertAdaptive(options, honoReq, honoCustom)) as unknown as Mw & {
+      readonly limiter: AdaptiveLimiter
+    },
   async app(spec) {
     const counter = { handled: 0 }
     const app = new Hono<{ Variables: sluiceHono.RateLimitVariables }>()

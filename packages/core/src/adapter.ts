@@ -5,6 +5,13 @@
  * framework package exports what its middleware takes.
  */
 export type {
+  AdaptiveConcurrencyOptions,
+  AdaptiveHandler,
+  AdaptivePlan,
+  OverloadInfo,
+} from './http/adaptive.js'
+export { createAdaptiveHandler } from './http/adaptive.js'
+export type {
   ActiveClientsSync,
   AdmissionControlOptions,
   AdmissionHandler,

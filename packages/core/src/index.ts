@@ -30,9 +30,34 @@ export type {
   DecisionEvent,
   Observe,
   ObserveEvent,
+  OverloadEvent,
+  OverloadLimitEvent,
+  OverloadRefusal,
   StoreErrorEvent,
   SyncEvent,
 } from './observe.js'
+export type { AimdOptions } from './overload/aimd.js'
+export type { ClientThrottle, ClientThrottleOptions } from './overload/client-throttle.js'
+export { createClientThrottle, ThrottledError } from './overload/client-throttle.js'
+export type {
+  AdaptiveLimiter,
+  OverloadClassStats,
+  OverloadStats,
+  Refused,
+  Slot,
+  WorkOutcome,
+} from './overload/controller.js'
+export { createAdaptiveLimiter, OverloadedError } from './overload/controller.js'
+export type { Gradient2Options } from './overload/gradient2.js'
+export type {
+  AdaptiveLimiterOptions,
+  DelayHistogram,
+  OverloadAlgorithm,
+  OverloadClass,
+  OverloadClock,
+} from './overload/options.js'
+export { OVERLOAD_ALGORITHMS } from './overload/options.js'
+export type { VegasOptions } from './overload/vegas.js'
 export type {
   AlgorithmName,
   CheckedLimits,

@@ -60,7 +60,54 @@ export interface ConcurrencyEvent {
   readonly inflight: number
 }
 
-/** Every event `observe` is called with: decisions, store errors, the breaker, concurrency and syncs. */
+/**
+ * Why adaptive concurrency refused work: over the limit with no queue (`limit`), the queue full
+ * of work as critical (`queue-full`), waited `maxWait` (`timeout`), pushed out of the queue by
+ * more critical work (`evicted`), or its signal aborted (`aborted`).
+ */
+export type OverloadRefusal = 'limit' | 'queue-full' | 'timeout' | 'evicted' | 'aborted'
+
+/**
+ * An adaptive concurrency limiter admitted, queued or refused work of one class, or admitted
+ * work was `released` (finished: its slot freed), so that gauges of work in flight stay exact.
+ */
+export interface OverloadEvent {
+  readonly type: 'overload'
+  /** The limiter's `name`. */
+  readonly name: string
+  readonly class: string
+  readonly outcome: 'admitted' | 'queued' | 'refused' | 'released'
+  /** Set when refused. */
+  readonly reason?: OverloadRefusal
+  /** Milliseconds the work waited in the queue. */
+  readonly waitedMs: number
+  readonly limit: number
+  /** Work in flight and waiting, every class. */
+  readonly inflight: number
+  readonly queued: number
+  /** Work in flight and waiting, this class. */
+  readonly classInflight: number
+  readonly classQueued: number
+}
+
+/**
+ * An adaptive concurrency limiter updated its limit: after a sample window (`latency`, or
+ * `event-loop-delay` when that signal cut it), or at the start and end of a probe of the no-load
+ * latency (`latencyMs` is then the probe's measure).
+ */
+export interface OverloadLimitEvent {
+  readonly type: 'overload-limit'
+  readonly name: string
+  readonly algorithm: string
+  readonly limit: number
+  readonly previous: number
+  readonly cause: 'latency' | 'event-loop-delay' | 'probe-start' | 'probe-end'
+  /** The window's mean latency, ms. */
+  readonly latencyMs: number
+  readonly inflight: number
+}
+
+/** Every event `observe` is called with: decisions, store errors, the breaker, concurrency, syncs and overload. */
 export type ObserveEvent =
   | DecisionEvent
   | StoreErrorEvent
@@ -68,6 +115,8 @@ export type ObserveEvent =
   | BreakerCloseEvent
   | SyncEvent
   | ConcurrencyEvent
+  | OverloadEvent
+  | OverloadLimitEvent
 
 /** The `observe` option: called with each event, synchronously; what it returns is ignored. */
 export type Observe = (event: ObserveEvent) => unknown

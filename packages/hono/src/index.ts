@@ -1,11 +1,20 @@
-import { type ActiveClients, type CheckedLimits, ConfigError, type Decision, type Limiter } from '@sluice/core'
+import {
+  type ActiveClients,
+  type AdaptiveLimiter,
+  type CheckedLimits,
+  ConfigError,
+  type Decision,
+  type Limiter,
+} from '@sluice/core'
 import {
   type Adapter,
   type AdmissionState,
   type ConcurrencyInfo,
+  type AdaptiveConcurrencyOptions as CoreAdaptiveOptions,
   type AdmissionControlOptions as CoreAdmissionOptions,
   type ConcurrencyLimitOptions as CoreConcurrencyOptions,
   type RateLimitOptions as CoreRateLimitOptions,
+  createAdaptiveHandler,
   createAdmissionHandler,
   createConcurrencyHandler,
   createRateLimitHandler,
@@ -38,6 +47,13 @@ export type AdmissionControlOptions = CoreAdmissionOptions<Args, Awaitable<Respo
 /** Groups an address the way the default key does, for custom keys that fall back to the IP. */
 export { ipKey } from '@sluice/core'
 export type { AdmissionInfo } from '@sluice/core/adapter'
+/**
+ * `adaptiveConcurrency()` options: `algorithm`, `min`, `max`, `classes`, `priority`, `queue`,
+ * `statusCode` (default 503), …, plus `getConnInfo`. On Node, `eventLoopDelay` takes
+ * `{ histogram: monitorEventLoopDelay(), threshold }` (enable the histogram); other runtimes have none.
+ */
+export type AdaptiveConcurrencyOptions = CoreAdaptiveOptions<Args, Awaitable<Response>> & AddressOptions
+export type { OverloadInfo } from '@sluice/core/adapter'
 export type { AdmissionState, ConcurrencyInfo, Decision }
 
 /**
@@ -285,4 +301,37 @@ export function admissionControl(options: AdmissionControlOptions): AdmissionMid
     await next()
   }
   return Object.assign(middleware, { clients: handler.clients })
+}
+
+/** What `adaptiveConcurrency()` returns: the middleware, which also exposes its limiter (`limit`, `stats()`). */
+export type AdaptiveConcurrencyMiddleware = MiddlewareHandler & { readonly limiter: AdaptiveLimiter }
+
+/**
+ * A concurrency limit for the whole service, learned from the latency of the requests it
+ * admits; over it, requests wait briefly (most critical class first) and are then refused with
+ * 503 and Retry-After. The slot is freed when the handler is done, or, for a response with a
+ * body, when the body has been sent (a sample) or cancelled by a client that left (a drop).
+ */
+export function adaptiveConcurrency(options: AdaptiveConcurrencyOptions = {}): AdaptiveConcurrencyMiddleware {
+  const handler = createAdaptiveHandler(options, adapterFor(options))
+  const middleware: MiddlewareHandler = async (c, next) => {
+    const planned = handler.plan(c)
+    const plan = isThenable(planned) ? await planned : planned
+    if (plan.kind === 'skip') return next()
+    if (plan.kind === 'deny') return deny(c, plan)
+    let handedOver = false
+    try {
+      writeHeaders(c, plan.headers)
+      await next()
+      addMissingHeaders(c, plan.headers)
+      const { body } = c.res
+      if (body && c.req.method !== 'HEAD') {
+        c.res = new Response(onStreamDone(body, plan.release), c.res)
+        handedOver = true
+      }
+    } finally {
+      if (!handedOver) plan.release(true)
+    }
+  }
+  return Object.assign(middleware, { limiter: handler.limiter })
 }

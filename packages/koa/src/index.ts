@@ -1,7 +1,9 @@
-import type { ActiveClients, CheckedLimits, Decision, Limiter } from '@sluice/core'
+import { monitorEventLoopDelay } from 'node:perf_hooks'
+import type { ActiveClients, AdaptiveLimiter, CheckedLimits, Decision, DelayHistogram, Limiter } from '@sluice/core'
 import type {
   AdmissionState,
   ConcurrencyInfo,
+  AdaptiveConcurrencyOptions as CoreAdaptiveOptions,
   AdmissionControlOptions as CoreAdmissionOptions,
   ConcurrencyLimitOptions as CoreConcurrencyOptions,
   RateLimitOptions as CoreRateLimitOptions,
@@ -9,9 +11,11 @@ import type {
 } from '@sluice/core/adapter'
 import {
   type Adapter,
+  type AdaptivePlan,
   type AdmissionPlan,
   andThen,
   type ConcurrencyPlan,
+  createAdaptiveHandler,
   createAdmissionHandler,
   createConcurrencyHandler,
   createRateLimitHandler,
@@ -32,6 +36,14 @@ export type AdmissionControlOptions = CoreAdmissionOptions<Args, unknown>
 /** Groups an address the way the default key does, for custom keys that fall back to the IP. */
 export { ipKey } from '@sluice/core'
 export type { AdmissionInfo } from '@sluice/core/adapter'
+/**
+ * `adaptiveConcurrency()` options: `algorithm`, `min`, `max`, `classes`, `priority`, `queue`,
+ * `statusCode` (default 503), …; `eventLoopDelay` needs only a `threshold` (the histogram is made here).
+ */
+export type AdaptiveConcurrencyOptions = Omit<CoreAdaptiveOptions<Args, unknown>, 'eventLoopDelay'> & {
+  eventLoopDelay?: { threshold: number | string; histogram?: DelayHistogram }
+}
+export type { OverloadInfo } from '@sluice/core/adapter'
 export type { AdmissionState, ConcurrencyInfo, Decision }
 
 /** What `rateLimit()` adds to `ctx.state`. */
@@ -187,4 +199,38 @@ export function admissionControl(options: AdmissionControlOptions): AdmissionMid
   const middleware: Middleware<AdmissionControlState> = (ctx, next) =>
     andThen(handler.plan(ctx), (plan) => apply(ctx, next, plan))
   return Object.assign(middleware, { clients: handler.clients })
+}
+
+/** What `adaptiveConcurrency()` returns: the middleware, which also exposes its limiter (`limit`, `stats()`). */
+export type AdaptiveConcurrencyMiddleware = Middleware & { readonly limiter: AdaptiveLimiter }
+
+/**
+ * A concurrency limit for the whole service, learned from the latency of the requests it
+ * admits; over it, requests wait briefly (most critical class first) and are then refused with
+ * 503 and Retry-After. `app.use(adaptiveConcurrency({ classes: ['critical', 'default'], priority }))`.
+ */
+export function adaptiveConcurrency(options: AdaptiveConcurrencyOptions = {}): AdaptiveConcurrencyMiddleware {
+  const handler = createAdaptiveHandler(withEventLoopHistogram(options), adapter)
+  const apply = (ctx: Context, next: Next, plan: AdaptivePlan<unknown>) => {
+    if (plan.kind === 'skip') return next()
+    if (plan.kind === 'deny') return deny(ctx, plan)
+    writeHeaders(ctx, plan.headers)
+    // The response outlives this middleware when the body is a stream: free the slot (and take
+    // the latency sample) only when it is written or abandoned.
+    onResponseDone(ctx.res, plan.release)
+    return next()
+  }
+  const middleware: Middleware = (ctx, next) => andThen(handler.plan(ctx), (plan) => apply(ctx, next, plan))
+  return Object.assign(middleware, { limiter: handler.limiter })
+}
+
+/** Node's event-loop delay histogram for `eventLoopDelay` when only a threshold is given. */
+function withEventLoopHistogram<
+  T extends { eventLoopDelay?: { threshold: number | string; histogram?: DelayHistogram } },
+>(options: T): T & { eventLoopDelay?: { threshold: number | string; histogram: DelayHistogram } } {
+  const delay = options?.eventLoopDelay
+  if (delay === null || typeof delay !== 'object' || delay.histogram !== undefined) return options as never
+  const histogram = monitorEventLoopDelay({ resolution: 10 })
+  histogram.enable()
+  return { ...options, eventLoopDelay: { ...delay, histogram } }
 }

@@ -7,7 +7,7 @@ import {
   MeterProvider,
   PeriodicExportingMetricReader,
 } from '@opentelemetry/sdk-metrics'
-import { ConfigError, createLimiter, MemoryStore } from '@sluice/core'
+import { ConfigError, createAdaptiveLimiter, createLimiter, MemoryStore, type Slot } from '@sluice/core'
 import type { Store } from '@sluice/core/store'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { metrics } from './index.js'
@@ -121,5 +121,53 @@ describe('metrics({ meter })', () => {
     expect(typeof metrics({ meter: otel.getMeter('noop') })).toBe('function')
     expect(() => metrics({ meter: {} as never })).toThrow(ConfigError)
     expect(() => metrics(undefined as never)).toThrow(ConfigError)
+  })
+})
+
+describe('metrics of adaptive concurrency', () => {
+  it('records the limit, work in flight and queued by class, requests by outcome and reason, and queue waits', async () => {
+    const s = setup()
+    const limiter = createAdaptiveLimiter({
+      name: 'api',
+      min: 2,
+      max: 2,
+      initial: 2,
+      probe: false,
+      classes: ['critical', 'default'],
+      queue: { size: 1, maxWait: '1s' },
+      observe: s.observe,
+    })
+    const first = limiter.acquire('critical') as Slot
+    limiter.acquire('default')
+    const waiting = limiter.acquire('default')
+    limiter.acquire('default')
+    const value = async (name: string) =>
+      (await s.points(name))
+        .map((p) => [p.attributes, p.value])
+        .sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)))
+    expect(await value('sluice.overload.limit')).toEqual([[{ limiter: 'api' }, 2]])
+    expect(await value('sluice.overload.inflight')).toEqual([
+      [{ limiter: 'api', class: 'critical' }, 1],
+      [{ limiter: 'api', class: 'default' }, 1],
+    ])
+    expect(await value('sluice.overload.queued')).toEqual([
+      [{ limiter: 'api', class: 'critical' }, 0],
+      [{ limiter: 'api', class: 'default' }, 1],
+    ])
+    first.release()
+    await waiting
+    expect(await value('sluice.overload.inflight')).toEqual([
+      [{ limiter: 'api', class: 'critical' }, 0],
+      [{ limiter: 'api', class: 'default' }, 2],
+    ])
+    expect(await value('sluice.overload.requests')).toEqual([
+      [{ limiter: 'api', class: 'critical', outcome: 'admitted' }, 1],
+      [{ limiter: 'api', class: 'default', outcome: 'admitted' }, 2],
+      [{ limiter: 'api', class: 'default', outcome: 'queued' }, 1],
+      [{ limiter: 'api', class: 'default', outcome: 'refused', reason: 'queue-full' }, 1],
+    ])
+    const waits = await s.points('sluice.overload.wait')
+    expect(waits.map((p) => (p.value as Histogram).count)).toEqual([3])
+    await s.close()
   })
 })

@@ -30,7 +30,12 @@ export interface MetricsOptions {
  *   `sluice.breaker.transitions` (counter) by `state` (open, closed);
  * - `sluice.sync.duration` (histogram, seconds), `sluice.sync.keys`, `sluice.sync.bytes` and
  *   `sluice.sync.errors` (counters): background syncs of SyncedStore and
- *   RedisActiveClientsSync, by `store`.
+ *   RedisActiveClientsSync, by `store`;
+ * - adaptive concurrency: `sluice.overload.limit` (gauge) by `limiter` (its name);
+ *   `sluice.overload.inflight` and `sluice.overload.queued` (gauges) by `limiter` and `class`;
+ *   `sluice.overload.requests` (counter) by `limiter`, `class`, `outcome` (admitted, queued,
+ *   refused) and `reason` (why refused); `sluice.overload.wait` (histogram, seconds) of the
+ *   queue wait of admitted work.
  *
  * Pass it as `observe` to `createLimiter` or any middleware; one function may serve them all.
  */
@@ -66,6 +71,32 @@ export function metrics(options: MetricsOptions): (event: ObserveEvent) => void 
   const syncKeys = m.createCounter('sluice.sync.keys', { description: 'Keys sent by background syncs' })
   const syncBytes = m.createCounter('sluice.sync.bytes', { description: 'Bytes sent by background syncs', unit: 'By' })
   const syncErrors = m.createCounter('sluice.sync.errors', { description: 'Background syncs that failed' })
+  const overloadRequests = m.createCounter('sluice.overload.requests', {
+    description: 'Work admitted, queued and refused by adaptive concurrency, by class and reason',
+  })
+  const overloadWait = m.createHistogram('sluice.overload.wait', {
+    description: 'Time admitted work waited in the adaptive concurrency queue',
+    unit: 's',
+    advice,
+  })
+  // Gauges read the last value each event reported, per limiter and class.
+  const limits = new Map<string, number>()
+  const byClass = new Map<string, { limiter: string; class: string; inflight: number; queued: number }>()
+  m.createObservableGauge('sluice.overload.limit', {
+    description: 'The concurrency limit adaptive concurrency has learned',
+  }).addCallback((result) => {
+    for (const [limiter, limit] of limits) result.observe(limit, { limiter })
+  })
+  m.createObservableGauge('sluice.overload.inflight', {
+    description: 'Work in flight under adaptive concurrency, by class',
+  }).addCallback((result) => {
+    for (const c of byClass.values()) result.observe(c.inflight, { limiter: c.limiter, class: c.class })
+  })
+  m.createObservableGauge('sluice.overload.queued', {
+    description: 'Work waiting for adaptive concurrency, by class',
+  }).addCallback((result) => {
+    for (const c of byClass.values()) result.observe(c.queued, { limiter: c.limiter, class: c.class })
+  })
 
   return (event) => {
     switch (event.type) {
@@ -88,6 +119,24 @@ export function metrics(options: MetricsOptions): (event: ObserveEvent) => void 
       case 'breaker-close':
         breakersOpen.add(-1)
         breakerTransitions.add(1, { state: 'closed' })
+        return
+      case 'overload': {
+        if (event.outcome !== 'released') {
+          const attributes: Attributes = { limiter: event.name, class: event.class, outcome: event.outcome }
+          if (event.reason !== undefined) attributes.reason = event.reason
+          overloadRequests.add(1, attributes)
+        }
+        if (event.outcome === 'admitted') overloadWait.record(event.waitedMs / 1000, { limiter: event.name })
+        limits.set(event.name, event.limit)
+        const id = `${event.name}\u0000${event.class}`
+        const counts = byClass.get(id) ?? { limiter: event.name, class: event.class, inflight: 0, queued: 0 }
+        counts.inflight = event.classInflight
+        counts.queued = event.classQueued
+        byClass.set(id, counts)
+        return
+      }
+      case 'overload-limit':
+        limits.set(event.name, event.limit)
         return
       case 'sync': {
         const attributes: Attributes = { store: event.store, outcome: event.error === undefined ? 'ok' : 'error' }

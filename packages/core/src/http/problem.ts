@@ -76,3 +76,14 @@ export function storeUnavailableProblem(decision: Decision, status = 503): Probl
     'violated-policies': [],
   }
 }
+
+/** The body of a refusal by adaptive concurrency: the service, not the client, is short of capacity. */
+export function overloadProblem(name: string, limit: number, status = 503): ProblemDetails {
+  return {
+    type: problemType(status),
+    title: titleOf(status),
+    status,
+    detail: `The service is at capacity: at most ${limit} requests at a time for now. Retry after a short wait.`,
+    'violated-policies': [name],
+  }
+}

@@ -1,22 +1,22 @@
 /**
- * A stream with the same chunks as `body` that calls `done` once when it ends, fails or is
- * cancelled by its reader (a client that went away), for limits that last as long as a
- * streamed response.
+ * A stream with the same chunks as `body` that calls `done` once when it ends (`true`), fails or
+ * is cancelled by its reader (`false`: a client that went away), for limits that last as long
+ * as a streamed response.
  */
-export function onStreamDone<T>(body: ReadableStream<T>, done: () => void): ReadableStream<T> {
+export function onStreamDone<T>(body: ReadableStream<T>, done: (completed: boolean) => void): ReadableStream<T> {
   const reader = body.getReader()
   let called = false
-  const finish = (): void => {
+  const finish = (completed = false): void => {
     if (called) return
     called = true
-    done()
+    done(completed)
   }
   return new ReadableStream<T>({
     async pull(controller) {
       try {
         const chunk = await reader.read()
         if (chunk.done) {
-          finish()
+          finish(true)
           controller.close()
         } else {
           controller.enqueue(chunk.value)
