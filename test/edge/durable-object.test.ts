@@ -53,7 +53,10 @@ type Call = {
 }
 const call = (body: Call, on?: Miniflare) => post<Decision | null>('/limiter', body, on)
 
-describe('@sluice/cloudflare in workerd', () => {
+// Each test is requests to workerd (200 at once, the conformance suite one case after another):
+// a few seconds alone, past the default 20 s on a machine busy with other work. The bound is on the
+// work, not its speed.
+describe('@sluice/cloudflare in workerd', { timeout: 90_000 }, () => {
   it('bundles with no Node built-in', () => {
     expect(bundle.nodeImports).toEqual([])
     expect(Object.keys(bundle.metafile.inputs).some((file) => file.includes('packages/cloudflare/src/'))).toBe(true)
@@ -62,32 +65,26 @@ describe('@sluice/cloudflare in workerd', () => {
   it.each([
     ['one object per key', undefined],
     ['4 shards', 4],
-  ])(
-    'admits exactly the limit to concurrent clients, in every algorithm (%s)',
-    { timeout: 90_000 },
-    async (_, shards) => {
-      // 200 Worker requests at once through workerd: a second or two alone, over the default 20 s on
-      // a machine busy with other work. The bound is on the work, not its speed.
-      // 40 Worker requests per algorithm, all at once, each its own request as clients in several
-      // places would send them, and all on one key: one object decides them all.
-      const algorithms = ['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket', 'gcra']
-      const admitted = await Promise.all(
-        algorithms.map(async (algorithm) => {
-          const key = `concurrent-${algorithm}-${shards}`
-          const limits = [{ limit: 15, window: '1h', algorithm }]
-          const decisions = await Promise.all(
-            Array.from({ length: 40 }, () => call({ op: 'consume', key, limits, shards }) as Promise<Decision>),
-          )
-          expect(decisions.every((d) => d.source === 'store')).toBe(true)
-          const allowed = decisions.filter((d) => d.allowed)
-          // Each admitted request saw a different remaining count: none decided on a stale state.
-          expect(new Set(allowed.map((d) => d.remaining)).size, algorithm).toBe(allowed.length)
-          return allowed.length
-        }),
-      )
-      expect(admitted).toEqual(algorithms.map(() => 15))
-    },
-  )
+  ])('admits exactly the limit to concurrent clients, in every algorithm (%s)', async (_, shards) => {
+    // 40 Worker requests per algorithm, all at once, each its own request as clients in several
+    // places would send them, and all on one key: one object decides them all.
+    const algorithms = ['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket', 'gcra']
+    const admitted = await Promise.all(
+      algorithms.map(async (algorithm) => {
+        const key = `concurrent-${algorithm}-${shards}`
+        const limits = [{ limit: 15, window: '1h', algorithm }]
+        const decisions = await Promise.all(
+          Array.from({ length: 40 }, () => call({ op: 'consume', key, limits, shards }) as Promise<Decision>),
+        )
+        expect(decisions.every((d) => d.source === 'store')).toBe(true)
+        const allowed = decisions.filter((d) => d.allowed)
+        // Each admitted request saw a different remaining count: none decided on a stale state.
+        expect(new Set(allowed.map((d) => d.remaining)).size, algorithm).toBe(allowed.length)
+        return allowed.length
+      }),
+    )
+    expect(admitted).toEqual(algorithms.map(() => 15))
+  })
 
   it("workerd's namespace.get takes the store's location hint (Node tests check it is passed)", async () => {
     const limits = ['2/h']
