@@ -40,12 +40,17 @@ const A = resolve(option('a', ''))
 const B = resolve(option('b', fileURLToPath(new URL('../packages/core/dist/index.js', import.meta.url))))
 if (option('a', '') === '') throw new Error('--a <path to the other build’s dist/index.js> is required')
 
-/** The rows: the issue-38 table's, each a `limits` for `createLimiter`. */
+/** The rows: the issue-38 table's, and bench:core's two-policy sliding log; each a `limits` for `createLimiter`. */
 const ROWS: Record<string, unknown> = {
   "one policy, '1000000/min'": '1000000/min',
   "two policies, '1000000/min' + '100000/s'": ['1000000/min', '100000/s'],
   'fixed window': { limit: 1_000_000, window: 60_000, algorithm: 'fixed-window' },
   'token bucket': { limit: 1_000_000, window: 60_000, algorithm: 'token-bucket' },
+  // bench:core's row closest to rate-limiter-flexible's time.
+  'sliding log, two policies': [
+    { limit: 10_000, window: 60_000, algorithm: 'sliding-log' },
+    { limit: 10_000, window: 1_000, algorithm: 'sliding-log', name: 'burst' },
+  ],
 }
 /** With `--only <text>`, the rows whose names hold it. */
 const ONLY = option('only', '')

@@ -39,4 +39,4 @@ export type { Denial, DenyPlan, Message, ResponseBody } from './http/response.js
 export { sleep } from './http/response.js'
 export type { NodeResponse } from './http/stream.js'
 export { onResponseDone, onStreamDone } from './http/stream.js'
-export { andThen, isThenable, whenReady } from './stores/store.js'
+export { andThen, isThenable, whenReady } from './stores/contract.js'

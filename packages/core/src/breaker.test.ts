@@ -5,8 +5,8 @@ import { BreakerOpenError } from './breaker.js'
 import { ConfigError, StoreTimeoutError } from './errors.js'
 import { createLimiter, type LimiterOptions } from './limiter.js'
 import type { ObserveEvent } from './observe.js'
+import type { Store } from './stores/contract.js'
 import { MemoryStore } from './stores/memory-store.js'
-import type { Store } from './stores/store.js'
 
 /** An asynchronous store in front of a MemoryStore that can be made to fail or hang, counting calls. */
 function switchableStore() {

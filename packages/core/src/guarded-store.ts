@@ -6,8 +6,8 @@ import { describeError } from './errors.js'
 import type { ObserveEvent } from './observe.js'
 import type { Policy, PolicySet } from './policy.js'
 import { storedKey } from './stored-key.js'
+import { type Awaitable, isThenable, type Store } from './stores/contract.js'
 import { consumeEntries, MemoryStore } from './stores/memory-store.js'
-import { type Awaitable, isThenable, type Store } from './stores/store.js'
 import type { Warnings } from './validations.js'
 
 /** The cost that stands for a peek inside the limiter (a consume's cost is at least 1). */

@@ -4,10 +4,10 @@ import type { Outcome } from './algorithms/index.js'
 import { ConfigError, StoreFullError, StoreTimeoutError } from './errors.js'
 import { consumeNowOf, createLimiter, type Limiter } from './limiter.js'
 import { ALGORITHMS } from './policy.js'
+import { isThenable, type Store } from './stores/contract.js'
 import { FilteredStore } from './stores/filtered-store.js'
 import { MemoryStore } from './stores/memory-store.js'
 import { SketchStore } from './stores/sketch-store.js'
-import { isThenable, type Store } from './stores/store.js'
 
 function clockedStore() {
   const clock = { now: 1_000_000 }

@@ -20,8 +20,8 @@ import {
   supportsShaping,
   withMaxDelay,
 } from './policy.js'
+import { type Awaitable, andThen, type Store } from './stores/contract.js'
 import { MemoryStore } from './stores/memory-store.js'
-import { type Awaitable, andThen, type Store } from './stores/store.js'
 import { countingSetOf, type PolicyUsage, usageOf } from './usage.js'
 import { calendarNotServed, storeLacks, storeNameOf, type Validate, Warnings } from './validations.js'
 

@@ -43,5 +43,5 @@ export {
   windowStart,
 } from './algorithms/index.js'
 export { isNamed } from './policy.js'
-export type { Awaitable, Evaluation, Store } from './stores/store.js'
-export { evaluate } from './stores/store.js'
+export type { Awaitable, Evaluation, Store } from './stores/contract.js'
+export { evaluate } from './stores/contract.js'

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import type { Adapter } from './http/options.js'
 import type { ForwardedTrust } from './http/proxy-check.js'
-import type { Store } from './stores/store.js'
+import type { Store } from './stores/contract.js'
 import { type Validate, WARNING_CODES, type WarningCode } from './validations.js'
 
 type Args = [request: { ip: string; forwarded?: boolean }]

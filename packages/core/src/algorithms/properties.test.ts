@@ -1,7 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { ALGORITHMS, type AlgorithmName, capacityOf, type Policy, parsePolicies, parsePolicy } from '../policy.js'
-import { evaluate } from '../stores/store.js'
+import { evaluate } from '../stores/contract.js'
 import { type AlgorithmState, peekOutcome, refund, step } from './index.js'
 import { type PolicyRanges, policyArb } from './policies.test-util.js'
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { ActiveClients } from '../admission/active-clients.js'
 import { ConfigError } from '../errors.js'
-import type { Awaitable } from '../stores/store.js'
+import type { Awaitable } from '../stores/contract.js'
 import {
   type AdmissionControlOptions,
   type AdmissionEvent,

@@ -1,7 +1,7 @@
 import { ActiveClients } from '../admission/active-clients.js'
 import { toMilliseconds } from '../duration.js'
 import { ConfigError } from '../errors.js'
-import { type Awaitable, andThen } from '../stores/store.js'
+import { type Awaitable, andThen } from '../stores/contract.js'
 import { type HeaderEntry, retryAfterHeader, retryAfterSeconds } from './headers.js'
 import { type Adapter, assertKnownOptions, assertObject, type CommonOptions, parseCommon } from './options.js'
 import { type DenyPlan, denialResponse, SKIP } from './response.js'

@@ -3,7 +3,7 @@ import { ConfigError } from '../errors.js'
 import { containObserve, type Observe } from '../observe.js'
 import { headerInteger } from '../policy.js'
 import { InflightCounter } from '../sketch/inflight.js'
-import { type Awaitable, andThen } from '../stores/store.js'
+import { type Awaitable, andThen } from '../stores/contract.js'
 import {
   concurrencyHeaders,
   type HeaderEntry,

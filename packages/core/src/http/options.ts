@@ -2,7 +2,7 @@ import { ConfigError } from '../errors.js'
 
 export { assertKnownOptions } from '../known-options.js'
 
-import { type Awaitable, isThenable } from '../stores/store.js'
+import { type Awaitable, isThenable } from '../stores/contract.js'
 import { type Validate, Warnings } from '../validations.js'
 import { ClientAddressError, ipKey, ipv6SubnetOption } from './client-ip.js'
 import { type ProxySetup, proxyCheck } from './proxy-check.js'

@@ -9,7 +9,7 @@ import {
   StoreLimiter,
 } from '../limiter.js'
 import { capacityOf } from '../policy.js'
-import { type Awaitable, andThen, isThenable, type Store } from '../stores/store.js'
+import { type Awaitable, andThen, isThenable, type Store } from '../stores/contract.js'
 import { refundsNeeded, type Warnings } from '../validations.js'
 import {
   type HeaderEntry,

@@ -1,4 +1,4 @@
-import type { Awaitable } from '../stores/store.js'
+import type { Awaitable } from '../stores/contract.js'
 import type { HeaderEntry } from './headers.js'
 import type { CommonConfig } from './options.js'
 import { PROBLEM_CONTENT_TYPE, type ProblemDetails } from './problem.js'

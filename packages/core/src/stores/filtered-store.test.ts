@@ -3,10 +3,10 @@ import { describe, expect, it } from 'vitest'
 import type { Outcome } from '../algorithms/index.js'
 import { createLimiter } from '../limiter.js'
 import { type PolicyInput, parsePolicies } from '../policy.js'
+import type { Store } from './contract.js'
 import { FilteredStore } from './filtered-store.js'
 import { MemoryStore } from './memory-store.js'
 import { SketchStore } from './sketch-store.js'
-import type { Store } from './store.js'
 
 function setup(threshold: number, options: { hashes?: number; slots?: number } = {}) {
   const clock = { t: 0 }

@@ -1,8 +1,8 @@
 import type { Outcome } from '../algorithms/index.js'
 import { ConfigError } from '../errors.js'
 import { type AlgorithmName, type Policy, type PolicySet, parsePolicy, policySetOf } from '../policy.js'
+import { type Awaitable, andThen, type Store } from './contract.js'
 import { SketchStore } from './sketch-store.js'
-import { type Awaitable, andThen, type Store } from './store.js'
 
 /** Options of `new FilteredStore(options)`. */
 export interface FilteredStoreOptions {

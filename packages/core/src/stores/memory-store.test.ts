@@ -3,8 +3,8 @@ import { describe, expect, it } from 'vitest'
 import type { AlgorithmState } from '../algorithms/index.js'
 import { StoreFullError } from '../errors.js'
 import { ALGORITHMS, type PolicySet, parsePolicies } from '../policy.js'
+import { evaluate } from './contract.js'
 import { MemoryStore } from './memory-store.js'
-import { evaluate } from './store.js'
 
 const perMinute = parsePolicies('2/min')
 

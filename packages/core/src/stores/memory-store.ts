@@ -17,7 +17,7 @@ import { ConfigError, StoreFullError } from '../errors.js'
 import { assertKnownOptions } from '../known-options.js'
 import { isNamed, type Policy, type PolicySet } from '../policy.js'
 import { type Validate, Warnings } from '../validations.js'
-import { evaluate, type Store } from './store.js'
+import { evaluate, type Store } from './contract.js'
 
 /** Options of `new MemoryStore(options)`. */
 export interface MemoryStoreOptions {

@@ -4,7 +4,7 @@ import type { AlgorithmName, PolicySet } from '../policy.js'
 import { KeyHasher } from '../sketch/hash.js'
 import { checkShape, type SketchShape } from '../sketch/shape.js'
 import { type Credit, WindowedSketch } from '../sketch/windowed-sketch.js'
-import { evaluate, type Store } from './store.js'
+import { evaluate, type Store } from './contract.js'
 
 /** Options of `new SketchStore(options)`: the sketch shape and the clock. */
 export interface SketchStoreOptions extends Partial<SketchShape> {

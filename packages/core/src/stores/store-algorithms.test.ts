@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest'
 import { ConfigError } from '../errors.js'
 import { createLimiter } from '../limiter.js'
+import type { Store } from './contract.js'
 import { FilteredStore } from './filtered-store.js'
 import { MemoryStore } from './memory-store.js'
 import { SketchStore } from './sketch-store.js'
-import type { Store } from './store.js'
 
 describe('a store that names the algorithms it serves', () => {
   it('gets a ConfigError at createLimiter naming the field, the algorithm and the policy', () => {

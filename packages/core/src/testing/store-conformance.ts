@@ -12,7 +12,7 @@ import {
   type PolicySet,
   parsePolicies,
 } from '../policy.js'
-import { evaluate, type Store } from '../stores/store.js'
+import { evaluate, type Store } from '../stores/contract.js'
 import { seededRandom } from './seeded-random.js'
 
 /** How the conformance suite makes (and disposes of) the store under test. */

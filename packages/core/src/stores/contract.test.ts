@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest'
-import { andThen, whenReady } from './store.js'
+import { andThen, whenReady } from './contract.js'
 
 describe('andThen', () => {
   it('goes on at once with a plain value, and after the promise with a promise', async () => {
