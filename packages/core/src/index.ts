@@ -82,7 +82,7 @@ export { MemoryStore } from './stores/memory-store.js'
 export type { SketchStoreOptions } from './stores/sketch-store.js'
 export { SketchStore } from './stores/sketch-store.js'
 // The contract, for an application that types a store it passes around; its authors' tools are in @sluice/core/store.
-export type { Store } from './stores/store.js'
+export type { Store } from './stores/contract.js'
 export type { PolicyUsage } from './usage.js'
 export type { Validate, WarningCode } from './validations.js'
 export { WARNING_CODES } from './validations.js'

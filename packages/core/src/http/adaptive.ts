@@ -3,7 +3,7 @@ import { ConfigError } from '../errors.js'
 import type { OverloadRefusal } from '../observe.js'
 import { type AdaptiveLimiter, createAdaptiveLimiter } from '../overload/controller.js'
 import { ADAPTIVE_LIMITER_OPTIONS, type AdaptiveLimiterOptions } from '../overload/options.js'
-import { type Awaitable, andThen, isThenable } from '../stores/store.js'
+import { type Awaitable, andThen, isThenable } from '../stores/contract.js'
 import {
   concurrencyHeaders,
   type HeaderEntry,

@@ -1,6 +1,6 @@
 import { ConfigError } from '../errors.js'
 import { containObserve, type ObserveEvent, type OverloadEvent, type OverloadRefusal } from '../observe.js'
-import type { Awaitable } from '../stores/store.js'
+import type { Awaitable } from '../stores/contract.js'
 import type { LatencyWindow } from './algorithm.js'
 import {
   type AdaptiveLimiterOptions,

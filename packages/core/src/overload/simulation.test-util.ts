@@ -4,7 +4,7 @@
  * loaded the machine is.
  */
 
-import { type Awaitable, isThenable } from '../stores/store.js'
+import { type Awaitable, isThenable } from '../stores/contract.js'
 import { seededRandom } from '../testing/seeded-random.js'
 import type { WorkOutcome } from './controller.js'
 import type { OverloadClock } from './options.js'
