@@ -97,6 +97,11 @@ export class SyncLoop {
     return degraded
   }
 
+  /** Whether the last sync failed or the client has no connection (a sync merely slow is not). */
+  failing(): boolean {
+    return this.#failures > 0 || !this.client.connected()
+  }
+
   /**
    * How late this machine's timers run (ms) at local time `local`: lately, or now, when the timer
    * is overdue (a starved event loop deciding a backlog before its timer fires). The others'
