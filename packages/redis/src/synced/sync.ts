@@ -141,12 +141,14 @@ export class SyncLoop {
     if (this.#resendDue) await this.#sync(false, true)
   }
 
-  /** Stops the timer and sends what is pending (one attempt, when the client is connected). */
+  /**
+   * Stops the timer and sends what is pending (one attempt, when the client is connected), without
+   * waiting for a sync in flight: running totals sent twice count once.
+   */
   async close(beforeLast: () => Promise<void>): Promise<void> {
     this.#closed = true
     if (this.#timer !== undefined) clearInterval(this.#timer)
     this.#timer = undefined
-    await this.#syncing
     await beforeLast()
     // A client with no connection would only queue the call or wait for it to fail.
     if (this.client.connected()) await this.#sync(true, true)
