@@ -1,8 +1,8 @@
 // close() while Redis does not answer (SIGSTOP on a private redis-server: connected, silent) or
 // is gone (killed, default client with its offline queue): every close resolves within the
 // store's timeout (SYNC_TIMEOUT_MS, 2 s) and says what did not reach Redis.
-import { createLimiter } from '@sluice/core'
-import { FleetSize, SyncedStore } from '@sluice/redis'
+import { ActiveClients, createLimiter } from '@sluice/core'
+import { FleetSize, RedisActiveClientsSync, SyncedStore } from '@sluice/redis'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { privateRedisAvailable, type RedisServer, startRedisServer } from '../support/redis.js'
@@ -80,6 +80,20 @@ describe.skipIf(!available)('close() whatever Redis does', () => {
     const closed = await stalled(() => timed(() => fleet.close()))
     expect(closed.ms).toBeLessThan(PROMPT_MS)
     expect(closed.value).toEqual({ complete: false, unsentKeys: 0, unreturnedLeases: 0, left: false })
+  })
+
+  it('Redis stopped (SIGSTOP) during a sync: RedisActiveClientsSync.close resolves within its timeout', async () => {
+    const clients = new ActiveClients({ capacity: 100 })
+    const sync = new RedisActiveClientsSync({ client: await connect(), interval: 50, timeout: 1000 })
+    sync.attach(clients)
+    clients.add('x')
+    await sync.syncNow()
+    const closed = await stalled(async () => {
+      clients.add('y')
+      void sync.syncNow() // in flight when close is called: it would wait its timeout, then another
+      return timed(() => sync.close())
+    })
+    expect(closed.ms).toBeLessThan(1000 + 500)
   })
 
   it('Redis healthy: FleetSize.close leaves the set and says so', async () => {

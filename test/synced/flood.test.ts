@@ -10,7 +10,7 @@ import type { WorkerPlan } from './plan.js'
 
 const available = await privateRedisAvailable()
 const LIMIT = 100
-const WINDOW = 2000
+const WINDOW = 10_000
 const DURATION = 5000
 /** The hot key is offered 3× its limit per window, across the fleet. */
 const HOT_RATE = (3 * LIMIT * 1000) / WINDOW

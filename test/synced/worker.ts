@@ -2,7 +2,7 @@
  * One node for the multi-process tests and the distributed benchmark: a SyncedStore on the real
  * clock, offering requests at a fixed rate to the key patterns asked for, until told to stop.
  * Args: one JSON object (see WorkerPlan). Prints "ready", waits for "go" on stdin, prints
- * `{"admitted":…,"offered":…}` (per pattern) when done, after close() has flushed.
+ * `{"admitted":…,"offered":…}` (per pattern) when done, after flush() and close().
  * With plan.progress, prints `{"progress":<admitted so far>}` every 10 ms (the kill test).
  */
 import { createInterface } from 'node:readline'
@@ -100,8 +100,10 @@ await new Promise<void>((resolve) => {
 })
 lastSync = undefined // close() syncs on its own schedule
 await new Promise((r) => setTimeout(r, 300)) // exact decisions still in flight
-await store.close()
+// flush waits for its sync however loaded the machine; close gives up after 2 s and says what it could not send.
+await store.flush()
+const closed = await store.close()
 process.stdout.write(
-  `${JSON.stringify({ admitted, offered, slowest, unhandled, syncErrors, errors, lastError, maxSyncGap })}\n`,
+  `${JSON.stringify({ admitted, offered, slowest, unhandled, syncErrors, errors, lastError, closed, maxSyncGap })}\n`,
 )
 client.disconnect()

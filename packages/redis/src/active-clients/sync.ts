@@ -128,13 +128,23 @@ export class RedisActiveClientsSync implements ActiveClientsSync {
     return this.#running
   }
 
-  /** Stops the timer and sends what is left (best effort: an unreachable Redis is not waited on past `timeout`). */
+  /**
+   * Stops the timer and sends what is left (best effort): resolves within `timeout` in all, the
+   * sync in flight and the last one together, whatever Redis does.
+   */
   async close(): Promise<void> {
     this.#closed = true
     if (this.#timer !== undefined) clearInterval(this.#timer)
     this.#timer = undefined
-    await this.#running
-    await this.syncNow()
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const deadline = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, this.timeout)
+    })
+    const last = (async () => {
+      await this.#running
+      await this.syncNow()
+    })()
+    await Promise.race([last, deadline]).finally(() => clearTimeout(timer))
   }
 
   async #sync(clients: ActiveClients): Promise<void> {

@@ -31,9 +31,7 @@ describe('Entries: counters per key and policy id, shared across sets', () => {
   it('counters are forgotten with the last entry holding them, not before', () => {
     const entries = new Entries()
     const a = entries.add('k', free, make)
-    const b = entries.add('k', pro, make)
-    a.used = false
-    b.used = false
+    entries.add('k', pro, make)
     expect(entries.evictOne((entry) => entry !== a)?.forgotten).toEqual([a.counters[1]])
     expect(entries.counters('k', day.id)).toBe(a.counters[0])
     expect(entries.counters('k', second.id)).toBeUndefined()
@@ -44,19 +42,21 @@ describe('Entries: counters per key and policy id, shared across sets', () => {
     expect(entries.add('k', free, make).counters[0]).not.toBe(a.counters[0])
   })
 
-  it('evicts by recency of use: an entry used since the sweep passed it gets a second chance, a kept one goes to the back', () => {
+  it('evicts by recency and frequency of use: uses left buy passes of the sweep, a kept entry keeps its uses', () => {
     const entries = new Entries()
-    const [old, hot, kept, cold] = ['old', 'hot', 'kept', 'cold'].map((key) => entries.add(key, free, make)) as Entry[]
-    for (const entry of [old, kept, cold] as Entry[]) entry.used = false
-    // old goes (unused, not kept).
-    expect(entries.evictOne((entry) => entry === kept)?.key).toBe('old')
-    // hot was used: it gets a second chance; kept stays; cold goes.
-    expect(entries.evictOne((entry) => entry === kept)?.key).toBe('cold')
-    // hot, used again since the sweep passed it: a whole turn finds nothing to evict now.
-    ;(hot as Entry).used = true
+    const [once, hot, kept] = ['once', 'hot', 'kept', 'twice'].map((key) => entries.add(key, free, make)) as Entry[]
+    ;(entries.get('twice', free) as Entry).used = 1
+    ;(hot as Entry).used = 3
+    ;(kept as Entry).used = 3
+    // once (decided on once: no use left) goes first.
+    expect(entries.evictOne((entry) => entry === kept)?.key).toBe('once')
+    expect(once).toBeDefined()
+    // hot and twice passed over once each; kept stays with its uses; a turn without a drop gives the passes back.
     expect(entries.evictOne((entry) => entry === kept)).toBeUndefined()
-    // Not used since: its turn.
-    expect(entries.evictOne((entry) => entry === kept)?.key).toBe('hot')
-    expect(entries.size).toBe(1)
+    expect([(hot as Entry).used, (kept as Entry).used]).toEqual([3, 3])
+    // Worn (the store synced and still found none): twice goes before hot.
+    expect(entries.evictOne((entry) => entry === kept, true)?.key).toBe('twice')
+    expect((hot as Entry).used).toBe(1)
+    expect(entries.evictOne((entry) => entry === kept, true)?.key).toBe('hot')
   })
 })

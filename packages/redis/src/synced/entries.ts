@@ -5,8 +5,12 @@ import type { PolicyCounters } from './counters.js'
 /** One key under one policy set: a PolicyCounters per policy, in the set's order. */
 export interface Entry {
   readonly counters: PolicyCounters[]
-  /** Decided on since eviction's sweep last passed it (a second chance: eviction goes by recency of use). */
-  used: boolean
+  /**
+   * Passes of eviction's sweep the entry survives unused (see `Entries.evictOne`): each decision
+   * after the first adds one, up to MAX_USES, each pass that evicts takes one. A key used once (a
+   * flood's) goes at the sweep's first pass; a busy one outlasts MAX_USES passes without a decision.
+   */
+  used: number
 }
 
 /**
@@ -53,7 +57,7 @@ export class Entries {
   add(key: string, set: PolicySet, make: (policy: Policy) => PolicyCounters): Entry {
     const known = this.#byKey.get(key)
     const entry: Entry = {
-      used: true,
+      used: 0,
       counters: set.policies.map((policy) => {
         const counters = (known === undefined ? undefined : withId(known, policy.id)) ?? make(policy)
         counters.holders++
@@ -108,23 +112,31 @@ export class Entries {
   }
 
   /**
-   * Drops one entry by a clock sweep (second chance), set by set: an entry used since the sweep
-   * last passed it, or one `keep` accepts, goes to the back of its set with its mark cleared, so
-   * eviction goes by recency of use and a kept entry is not looked at again before the others.
+   * Drops one entry by a clock sweep over each set's entries: one with uses left (see
+   * `Entry.used`), or that `keep` accepts, goes to the back of its set, so eviction goes by
+   * recency and frequency of use and a kept entry is not looked at again before the others.
    * Returns the key dropped and the counters forgotten with it (those no other entry holds);
-   * undefined when a whole turn found only entries used or to keep.
+   * undefined when a whole turn found none to drop, and then the uses it passed are given back:
+   * a turn over keys that cannot go yet (unsent counts) must not wear out a busy key's. With
+   * `wear` (the store synced and still found none), turns go on until the uses are worn out.
    */
-  evictOne(keep: (entry: Entry) => boolean): { key: string; forgotten: PolicyCounters[] } | undefined {
+  evictOne(keep: (entry: Entry) => boolean, wear = false): { key: string; forgotten: PolicyCounters[] } | undefined {
+    const passed: Entry[] = []
+    const turns = wear ? MAX_USES + 1 : 1
     for (const [id, byKey] of this.#bySet) {
-      // One turn: when every key was used or kept since the sweep last passed, none goes now (the
-      // store syncs and sweeps again) rather than a key used a moment ago.
-      for (let looked = 0, size = byKey.size; looked < size; looked++) {
+      for (let looked = 0, size = byKey.size; looked < turns * size; looked++) {
         const first = byKey.entries().next()
         if (first.done === true) break
         const [key, entry] = first.value
         byKey.delete(key)
-        if (entry.used || keep(entry)) {
-          entry.used = false
+        // A kept entry (unsent counts, limited) keeps its uses: only a pass that could drop it counts.
+        if (keep(entry)) {
+          byKey.set(key, entry)
+          continue
+        }
+        if (entry.used > 0) {
+          entry.used--
+          passed.push(entry)
           byKey.set(key, entry)
           continue
         }
@@ -133,6 +145,7 @@ export class Entries {
         return { key, forgotten }
       }
     }
+    if (!wear) for (const entry of passed) entry.used++
     return undefined
   }
 
@@ -148,6 +161,9 @@ export class Entries {
     return forgotten
   }
 }
+
+/** Uses an entry keeps count of: a busy key outlasts this many passes of the sweep without a decision. */
+export const MAX_USES = 3
 
 /** The core algorithms' states of every policy of the entry at `now`: global estimates, or this node's own counts. */
 export function statesOf(entry: Entry, now: number, own: boolean): unknown[] {

@@ -9,7 +9,7 @@ import { RedisStore } from '../store.js'
 import { BUCKETS, BucketPath } from './buckets.js'
 import { SyncClock } from './clock.js'
 import { PolicyCounters, type SubWindow } from './counters.js'
-import { countIn, Entries, type Entry, markDenied, statesOf } from './entries.js'
+import { countIn, Entries, type Entry, MAX_USES, markDenied, statesOf } from './entries.js'
 import { EXACT_TIMEOUT_MS, ExactPath } from './exact.js'
 import { Fleet } from './fleet.js'
 import { resolveOptions, type SyncedStoreOptions } from './options.js'
@@ -23,6 +23,8 @@ export type { SyncedStoreOptions } from './options.js'
 const COUNTED: readonly AlgorithmName[] = ['fixed-window', 'sliding-window']
 const SERVED: readonly AlgorithmName[] = Object.freeze([...COUNTED, ...BUCKETS])
 const RESET = script(RESET_LUA)
+/** Syncs a new key may wait for room in a full store (Redis answering) before it is a StoreFullError. */
+const MAX_ROOM_WAITS = 16
 /** Forgotten keys remembered as their counters, as a share of `maxKeys` (see `#evict`). */
 const GHOSTS_PER_KEYS = 0.25
 /** Part of every key: sub-window hashes, apart from RedisStore's `b:` state strings. */
@@ -128,10 +130,12 @@ export class SyncedStore implements Store {
     this.#loop.start()
     if (!this.#countsLocally(set)) return this.#buckets.consume(key, set, cost)
     const local = this.#clock.local()
-    const entry = this.#entries.get(key, set) ?? this.#newEntry(key, set, local)
-    // Full of counts Redis has not heard yet: the decision waits for the sync that makes room.
-    if (entry === undefined) return this.#makeRoom().then(() => this.#afterRoom(key, set, cost))
-    entry.used = true
+    let entry = this.#entries.get(key, set)
+    if (entry === undefined) {
+      entry = this.#newEntry(key, set)
+      // Full of counts Redis has not heard yet: the decision waits for the sync that makes room.
+      if (entry === undefined) return this.#makeRoom().then(() => this.#afterRoom(key, set, cost))
+    } else if (entry.used < MAX_USES) entry.used++
     const now = this.#clock.at(local)
     const all = entry.counters
     for (let i = 0; i < all.length; i++) {
@@ -312,13 +316,14 @@ export class SyncedStore implements Store {
    * key holds unsent counts and Redis answers (one sync will make room); a StoreFullError when it
    * does not (the limiter's `onStoreError` decides).
    */
-  #newEntry(key: string, set: PolicySet, local: number): Entry | undefined {
+  #newEntry(key: string, set: PolicySet): Entry | undefined {
     if (this.#entries.size >= this.#maxKeys) {
       // The key's own ghosts first: making room must not push them out.
       const revived = this.#ghosts.size === 0 ? undefined : this.#revive(key, set)
       if (!this.#evict()) {
         if (revived !== undefined) for (const c of revived) this.#ghosts.set(ghostId(key, c.id), c)
-        if (!this.#loop.degradedAt(local)) return undefined
+        // A sync merely slow (a loaded machine) still makes room: only a failing Redis refuses.
+        if (!this.#loop.failing()) return undefined
         throw this.#full()
       }
       if (revived !== undefined) {
@@ -359,24 +364,30 @@ export class SyncedStore implements Store {
 
   /**
    * The decision of a key that waited for room. Other waiters may have taken what the sync freed:
-   * then another sync, as long as Redis answers and each sync frees something for someone.
+   * then another sync, while Redis answers, MAX_ROOM_WAITS at most; after one that freed nothing
+   * for anyone, keys that are merely busy may go too (a limited one never does).
    */
   #afterRoom(
     key: string,
     set: PolicySet,
     cost: number,
+    waits = 1,
     evictions = -1,
   ): readonly Outcome[] | Promise<readonly Outcome[]> {
-    if (this.#entries.get(key, set) !== undefined || this.#entries.size < this.#maxKeys || this.#evict()) {
-      return this.consume(key, set, cost)
-    }
-    if (this.#evictions === evictions || this.#loop.degradedAt(this.#clock.local())) throw this.#full()
+    const room = () =>
+      this.#entries.get(key, set) !== undefined ||
+      this.#entries.size < this.#maxKeys ||
+      this.#evict() ||
+      (this.#evictions === evictions && this.#evict(true))
+    if (room()) return this.consume(key, set, cost)
+    if (this.#loop.failing()) throw this.#full()
+    if (waits >= MAX_ROOM_WAITS) throw this.#full('every one limited, near its limit or busy')
     const before = this.#evictions
-    return this.#makeRoom().then(() => this.#afterRoom(key, set, cost, before))
+    return this.#makeRoom().then(() => this.#afterRoom(key, set, cost, waits + 1, before))
   }
 
-  #full(): StoreFullError {
-    return new StoreFullError(`SyncedStore holds ${this.#maxKeys} keys with counts not yet sent to Redis (maxKeys)`)
+  #full(why = 'with counts not yet sent to Redis, which does not answer'): StoreFullError {
+    return new StoreFullError(`SyncedStore holds ${this.#maxKeys} keys (maxKeys), ${why}`)
   }
 
   /** Each policy's counters for the key, from the set's entry or whichever set made them; undefined where none. */
@@ -409,11 +420,12 @@ export class SyncedStore implements Store {
    * back with its global count at the next sync, and its new counts go to fields of a new
    * incarnation, added to the forgotten ones.
    */
-  #evict(): boolean {
+  #evict(wear = false): boolean {
     const now = this.#clock.time()
     const near = WATCH_FROM * this.exactAbove
-    const dropped = this.#entries.evictOne((entry) =>
-      entry.counters.some((c) => c.pressing(now, near) || c.windows.some((w) => w.dirty)),
+    const dropped = this.#entries.evictOne(
+      (entry) => entry.counters.some((c) => c.pressing(now, near) || c.windows.some((w) => w.dirty)),
+      wear,
     )
     if (dropped === undefined) return false
     this.#evictions++

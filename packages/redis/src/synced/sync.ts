@@ -97,6 +97,11 @@ export class SyncLoop {
     return degraded
   }
 
+  /** Whether the last sync failed or the client has no connection (a sync merely slow is not). */
+  failing(): boolean {
+    return this.#failures > 0 || !this.client.connected()
+  }
+
   /**
    * How late this machine's timers run (ms) at local time `local`: lately, or now, when the timer
    * is overdue (a starved event loop deciding a backlog before its timer fires). The others'
@@ -136,12 +141,14 @@ export class SyncLoop {
     if (this.#resendDue) await this.#sync(false, true)
   }
 
-  /** Stops the timer and sends what is pending (one attempt, when the client is connected). */
+  /**
+   * Stops the timer and sends what is pending (one attempt, when the client is connected), without
+   * waiting for a sync in flight: running totals sent twice count once.
+   */
   async close(beforeLast: () => Promise<void>): Promise<void> {
     this.#closed = true
     if (this.#timer !== undefined) clearInterval(this.#timer)
     this.#timer = undefined
-    await this.#syncing
     await beforeLast()
     // A client with no connection would only queue the call or wait for it to fail.
     if (this.client.connected()) await this.#sync(true, true)
