@@ -52,7 +52,9 @@ describe('shared-memory sketches across worker threads', () => {
     const { run } = await threads(shared.buffer)
     await run((t) => ({ kind: 'count-min', counts: countsOf(t, 40) }))
     const alone = new CountMinSketch({ hashes: 2, slots: 16, seed: 11 })
-    for (let t = 0; t < THREADS; t++) countsOf(t, 40).forEach((n, i) => alone.incr(`k${i}`, n))
+    for (let t = 0; t < THREADS; t++) {
+      for (const [i, n] of countsOf(t, 40).entries()) alone.incr(`k${i}`, n)
+    }
     for (let i = 0; i < 40; i++) {
       expect(shared.estimate(`k${i}`)).toBe(alone.estimate(`k${i}`))
       expect(shared.estimate(`k${i}`)).toBeGreaterThanOrEqual(totalOf(40, i))

@@ -24,9 +24,8 @@ export interface SharedRateEstimatorOptions extends Partial<SketchShape> {
 const INTERVAL_WORD = 5
 /** Per bank (two: even and odd intervals), the interval it holds, modulo 2^32. */
 const TAG_WORD = 6
-/** Per bank: EMPTY until first used, CLEARING while one thread zeroes it for a new interval. */
+/** Per bank: 0 until first used, READY once open, CLEARING while one thread zeroes it for a new interval. */
 const GATE_WORD = 8
-const EMPTY = 0
 const READY = 1
 const CLEARING = 2
 
