@@ -5,10 +5,7 @@
  * cost to fetch); `--keys 1000000` adds the cache misses of fetching a random string.
  *
  *   node --import tsx --conditions=source bench/sketch-cost.bench.ts [--keys 1000]
- *
- * Instructions per event: run one step under callgrind, minus the setup alone (`--only -1`):
- *   valgrind --tool=callgrind --callgrind-out-file=/dev/null node --import tsx --conditions=source \
- *     bench/sketch-cost.bench.ts --events 1000000 --only 2
+
  */
 import { CountMinSketch } from '@sluice/core'
 import { fmix32, hashLanes, KeyHasher } from '../packages/core/src/sketch/hash.js'
@@ -20,7 +17,7 @@ const option = (name: string, fallback: number) => {
 }
 const N = option('keys', 1000)
 const EVENTS = option('events', 10_000_000)
-/** Run only this step (by its index, -1: none, only the setup), for instruction counts under callgrind. */
+/** Run only this step (by its index), once: for a profiler. */
 const ONLY = option('only', Number.NaN)
 const keys = Array.from({ length: N }, (_, i) => {
   const x = Math.imul(i, 0x9e3779b1) >>> 0
@@ -115,4 +112,5 @@ for (let round = 0; round < (Number.isNaN(ONLY) ? 5 : 1); round++) {
   }
 }
 console.log(`# ${N} keys, ${EVENTS} events, best of 4 rounds`)
-for (const [name] of steps.filter(([name]) => best.has(name))) console.log(`${name.padEnd(30)} ${(best.get(name) as number).toFixed(1)} ns`)
+for (const [name] of steps.filter(([name]) => best.has(name)))
+  console.log(`${name.padEnd(30)} ${(best.get(name) as number).toFixed(1)} ns`)
