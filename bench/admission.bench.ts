@@ -155,11 +155,13 @@ try {
     const scriptUs = scriptMicroseconds(await redis.info('commandstats'))
     const perSec = (sync.stats.bytesSent - sent0) / seconds
     const positions = sync.stats.positionsSent - positions0
-    const asU32 = (sync.stats.bytesSent - sent0 + 3 * positions) / seconds
     console.log(
       `sync     ${perSecond} new clients/s: ${(perSec / 1024).toFixed(2)} KiB sent per process per second ` +
-        `(${(perSec / perSecond).toFixed(1)} B per new client; as u32 positions ${(asU32 / perSecond).toFixed(1)} B; ` +
-        `${(positions / (seconds * perSecond)).toFixed(1)} positions per client; a whole slot is ${mb(clients.bits / 8)}); ` +
+        `(${(perSec / perSecond).toFixed(1)} B per new client` +
+        (positions > 0
+          ? `, ${(positions / (seconds * perSecond)).toFixed(1)} positions, ${(4 * positions) / (seconds * perSecond)} B as u32s; `
+          : '; ') +
+        `a whole slot is ${mb(clients.bits / 8)}); ` +
         `script ${scriptUs.toFixed(0)} µs per sync`,
     )
     await sync.close()
