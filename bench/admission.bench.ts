@@ -159,7 +159,7 @@ try {
       `sync     ${perSecond} new clients/s: ${(perSec / 1024).toFixed(2)} KiB sent per process per second ` +
         `(${(perSec / perSecond).toFixed(1)} B per new client` +
         (positions > 0
-          ? `, ${(positions / (seconds * perSecond)).toFixed(1)} positions, ${(4 * positions) / (seconds * perSecond)} B as u32s; `
+          ? `, ${(positions / (seconds * perSecond)).toFixed(1)} positions, ${((4 * positions) / (seconds * perSecond)).toFixed(1)} B as u32s; `
           : '; ') +
         `a whole slot is ${mb(clients.bits / 8)}); ` +
         `script ${scriptUs.toFixed(0)} µs per sync`,
@@ -168,7 +168,8 @@ try {
     redis.disconnect()
   }
 
-  // 3b. Redis's work to set the same positions, decoded from LEB128 gaps (now) and from u32s (before).
+  // 3b. Redis's work to set the same positions, decoded from LEB128 gaps (now) and from u32s (before),
+  //     evenly spread over a filter of capacity N as a sync's are.
   {
     const redis = new Redis(server.url)
     const bits = new ActiveClients({ capacity: N }).bits
@@ -178,19 +179,22 @@ try {
       const gaps = gapsOf(positions)
       const u32 = Buffer.alloc(count * 4)
       for (let i = 0; i < count; i++) u32.writeUInt32LE(positions[i] as number, i * 4)
-      const time = async (script: string, payload: Buffer) => {
-        const runs: number[] = []
-        for (let r = 0; r < 7; r++) {
-          await redis.del('decode')
-          await redis.config('RESETSTAT')
-          await redis.eval(script, 1, 'decode', payload)
-          runs.push(scriptMicroseconds(await redis.info('commandstats')))
-        }
+      const once = async (script: string, payload: Buffer) => {
+        await redis.del('decode')
+        await redis.config('RESETSTAT')
+        await redis.eval(script, 1, 'decode', payload)
         if ((await redis.bitcount('decode')) !== count) throw new Error('decoding lost positions')
-        return median(runs)
+        return scriptMicroseconds(await redis.info('commandstats'))
       }
-      const gapUs = await time(DECODE_GAPS_LUA, gaps)
-      const u32Us = await time(DECODE_U32_LUA, u32)
+      // Interleaved, median of 15: the load on this machine drifts.
+      const gapRuns: number[] = []
+      const u32Runs: number[] = []
+      for (let r = 0; r < 15; r++) {
+        gapRuns.push(await once(DECODE_GAPS_LUA, gaps))
+        u32Runs.push(await once(DECODE_U32_LUA, u32))
+      }
+      const gapUs = median(gapRuns)
+      const u32Us = median(u32Runs)
       console.log(
         `decode   ${count} positions: gaps ${gaps.length} B ${gapUs.toFixed(0)} µs   u32 ${u32.length} B ${u32Us.toFixed(0)} µs   ` +
           `bytes ×${(gaps.length / u32.length).toFixed(2)}, Redis time ×${(gapUs / u32Us).toFixed(2)}`,
