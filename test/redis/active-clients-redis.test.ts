@@ -84,7 +84,7 @@ describe.skipIf(!available).each(CLIENTS)('RedisActiveClientsSync in one process
     expect(a.sync.stats.bytesSent).toBeLessThan(2 * a.sync.stats.positionsSent)
     await b.sync.syncNow()
     const slot = a.clients.currentSlot()
-    expect(b.clients.exportSlot(slot)).toEqual(a.clients.exportSlot(slot))
+    expect(firstDifference(b.clients.exportSlot(slot), a.clients.exportSlot(slot))).toBe(-1)
     // Sparse: one client in a 4.3M-bit filter, gaps of 3 and 4 bytes.
     const wide = [0, 1].map(() => {
       const clients = new ActiveClients({ capacity: 300_000, slots: 2, now: () => clock.now })
@@ -97,7 +97,7 @@ describe.skipIf(!available).each(CLIENTS)('RedisActiveClientsSync in one process
     await wide[1].sync.syncNow()
     expect(wide[1].clients.has('sparse')).toBe(true)
     const wideSlot = wide[0].clients.currentSlot()
-    expect(wide[1].clients.exportSlot(wideSlot)).toEqual(wide[0].clients.exportSlot(wideSlot))
+    expect(firstDifference(wide[1].clients.exportSlot(wideSlot), wide[0].clients.exportSlot(wideSlot))).toBe(-1)
     await Promise.all(wide.map((node) => node.sync.close()))
   })
 
@@ -214,4 +214,11 @@ function gapBytes(positions: number[]): number {
     previous = position
   }
   return bytes
+}
+
+/** The first byte at which two slots differ, -1 when equal (a deep toEqual takes seconds on 540 kB). */
+function firstDifference(a: Uint8Array | undefined, b: Uint8Array | undefined): number {
+  if (a === undefined || b === undefined || a.length !== b.length) return 0
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return i
+  return -1
 }
