@@ -101,10 +101,41 @@ console.log(
     `ratio ${(active[0]!.bytes / (setBytes + tokenBytes)).toFixed(2)}`,
 )
 
+/** The sync script's decoding loop, now: LEB128 gaps into BITFIELD SETs (as in active-clients/lua.ts). */
+const DECODE_GAPS_LUA = `local payload = ARGV[1]
+local args, n = {}, 0
+local position, gap, scale = -1, 0, 1
+for at = 1, #payload do
+  local b = string.byte(payload, at)
+  if b >= 128 then
+    gap = gap + (b - 128) * scale
+    scale = scale * 128
+  else
+    position = position + 1 + gap + b * scale
+    gap, scale = 0, 1
+    args[n + 1] = 'SET' args[n + 2] = 'u1' args[n + 3] = position args[n + 4] = 1
+    n = n + 4
+  end
+  if n >= 4000 then redis.call('BITFIELD', KEYS[1], unpack(args, 1, n)) n = 0 end
+end
+if n > 0 then redis.call('BITFIELD', KEYS[1], unpack(args, 1, n)) end`
+
+/** The loop it replaced: little-endian u32 positions. */
+const DECODE_U32_LUA = `local payload = ARGV[1]
+local args, n = {}, 0
+for at = 1, #payload, 4 do
+  local b1, b2, b3, b4 = string.byte(payload, at, at + 3)
+  args[n + 1] = 'SET' args[n + 2] = 'u1' args[n + 3] = b1 + b2 * 256 + b3 * 65536 + b4 * 16777216 args[n + 4] = 1
+  n = n + 4
+  if n >= 4000 then redis.call('BITFIELD', KEYS[1], unpack(args, 1, n)) n = 0 end
+end
+if n > 0 then redis.call('BITFIELD', KEYS[1], unpack(args, 1, n)) end`
+
 const server = await startRedisServer()
 try {
-  // 3. Bytes per process per second, with a clock moved one second per sync.
-  for (const perSecond of [1_000, 100_000]) {
+  // 3. Bytes per process per second, with a clock moved one second per sync; the script's time per
+  //    sync from Redis's own count (commandstats), and what the u32 positions it replaced would weigh.
+  for (const perSecond of [16, 1_000, 100_000]) {
     const redis = new Redis(server.url)
     const clock = { now: 1_800_000_000_000 }
     const clients = new ActiveClients({ capacity: N, now: () => clock.now })
@@ -113,18 +144,62 @@ try {
     await sync.syncNow()
     const seconds = 10
     const sent0 = sync.stats.bytesSent
+    const positions0 = sync.stats.positionsSent
+    await redis.config('RESETSTAT')
     let next = 0
     for (let s = 0; s < seconds; s++) {
       for (let i = 0; i < perSecond; i++) clients.add(token(next++, 0x5eed))
       clock.now += 1000
       await sync.syncNow()
     }
+    const scriptUs = scriptMicroseconds(await redis.info('commandstats'))
     const perSec = (sync.stats.bytesSent - sent0) / seconds
+    const positions = sync.stats.positionsSent - positions0
     console.log(
-      `sync     ${perSecond} new clients/s: ${(perSec / 1024).toFixed(1)} KiB sent per process per second ` +
-        `(${(perSec / perSecond).toFixed(1)} B per new client; a whole slot is ${mb(clients.bits / 8)})`,
+      `sync     ${perSecond} new clients/s: ${(perSec / 1024).toFixed(2)} KiB sent per process per second ` +
+        `(${(perSec / perSecond).toFixed(1)} B per new client` +
+        (positions > 0
+          ? `, ${(positions / (seconds * perSecond)).toFixed(1)} positions, ${((4 * positions) / (seconds * perSecond)).toFixed(1)} B as u32s; `
+          : '; ') +
+        `a whole slot is ${mb(clients.bits / 8)}); ` +
+        `script ${scriptUs.toFixed(0)} µs per sync`,
     )
     await sync.close()
+    redis.disconnect()
+  }
+
+  // 3b. Redis's work to set the same positions, decoded from LEB128 gaps (now) and from u32s (before),
+  //     evenly spread over a filter of capacity N as a sync's are.
+  {
+    const redis = new Redis(server.url)
+    const bits = new ActiveClients({ capacity: N }).bits
+    for (const count of [100, 10_000, 56_000]) {
+      const positions = new Uint32Array(count)
+      for (let i = 0; i < count; i++) positions[i] = Math.floor(((i + 0.5) * bits) / count)
+      const gaps = gapsOf(positions)
+      const u32 = Buffer.alloc(count * 4)
+      for (let i = 0; i < count; i++) u32.writeUInt32LE(positions[i] as number, i * 4)
+      const once = async (script: string, payload: Buffer) => {
+        await redis.del('decode')
+        await redis.config('RESETSTAT')
+        await redis.eval(script, 1, 'decode', payload)
+        if ((await redis.bitcount('decode')) !== count) throw new Error('decoding lost positions')
+        return scriptMicroseconds(await redis.info('commandstats'))
+      }
+      // Interleaved, median of 15: the load on this machine drifts.
+      const gapRuns: number[] = []
+      const u32Runs: number[] = []
+      for (let r = 0; r < 15; r++) {
+        gapRuns.push(await once(DECODE_GAPS_LUA, gaps))
+        u32Runs.push(await once(DECODE_U32_LUA, u32))
+      }
+      const gapUs = median(gapRuns)
+      const u32Us = median(u32Runs)
+      console.log(
+        `decode   ${count} positions: gaps ${gaps.length} B ${gapUs.toFixed(0)} µs   u32 ${u32.length} B ${u32Us.toFixed(0)} µs   ` +
+          `bytes ×${(gaps.length / u32.length).toFixed(2)}, Redis time ×${(gapUs / u32Us).toFixed(2)}`,
+      )
+    }
     redis.disconnect()
   }
 
@@ -198,4 +273,31 @@ try {
   )
 } finally {
   await server.stop()
+}
+
+/** Microseconds of script time Redis counted since RESETSTAT (EVAL and EVALSHA). */
+function scriptMicroseconds(info: string): number {
+  let usec = 0
+  let calls = 0
+  for (const match of info.matchAll(/cmdstat_eval(?:sha)?:calls=(\d+),usec=(\d+)/g)) {
+    calls += Number(match[1])
+    usec += Number(match[2])
+  }
+  return calls === 0 ? 0 : usec / calls
+}
+
+/** The sync's encoding of positions (RedisActiveClientsSync's gapsPayload), for the decoding row. */
+function gapsOf(positions: Uint32Array): Buffer {
+  const out: number[] = []
+  let previous = -1
+  for (const position of positions) {
+    let gap = position - previous - 1
+    previous = position
+    while (gap >= 128) {
+      out.push((gap % 128) | 128)
+      gap = Math.floor(gap / 128)
+    }
+    out.push(gap)
+  }
+  return Buffer.from(out)
 }

@@ -53,12 +53,16 @@ describe.skipIf(!available).each(CLIENTS)('RedisActiveClientsSync in one process
     const base = a.sync.stats.bytesSent
     a.clients.add('one')
     await a.sync.syncNow()
-    expect(a.sync.stats.bytesSent - base).toBe(4 * a.clients.hashes)
+    // Ten positions in 143,808 bits: gaps of about 14,000, two LEB128 bytes each (a u32 took four).
+    const one = gapBytes(setBits(a.clients.exportSlot(a.clients.currentSlot()) as Uint8Array))
+    expect(a.sync.stats.bytesSent - base).toBe(one)
+    expect(one).toBeLessThanOrEqual(3 * a.clients.hashes)
+    expect(a.sync.stats.positionsSent).toBe(a.clients.hashes)
     await a.sync.syncNow()
-    expect(a.sync.stats.bytesSent - base).toBe(4 * a.clients.hashes)
+    expect(a.sync.stats.bytesSent - base).toBe(one)
     for (let i = 0; i < 5000; i++) a.clients.add(`many-${i}`)
     await a.sync.syncNow()
-    expect(a.sync.stats.bytesSent - base).toBe(4 * a.clients.hashes + a.clients.bits / 8)
+    expect(a.sync.stats.bytesSent - base).toBe(one + a.clients.bits / 8)
     await b.sync.syncNow()
     expect(b.clients.has('one')).toBe(true)
     expect(b.clients.has('many-4999')).toBe(true)
@@ -67,6 +71,34 @@ describe.skipIf(!available).each(CLIENTS)('RedisActiveClientsSync in one process
     const received = a.sync.stats.bytesReceived
     await a.sync.syncNow()
     expect(a.sync.stats.bytesReceived).toBe(received)
+  })
+
+  it('decodes every gap size: a peer’s slot ends up bit for bit the sender’s', async () => {
+    const clock = { now: T0 }
+    // Dense: 50 clients' 500 positions in 143,808 bits (561 is where whole slots start), a third
+    // of the gaps below 128 (one byte).
+    const [a, b] = pair('gaps-dense', clock)
+    for (let i = 0; i < 50; i++) a.clients.add(`dense-${i}`)
+    await a.sync.syncNow()
+    expect(a.sync.stats.positionsSent).toBeGreaterThan(450)
+    expect(a.sync.stats.bytesSent).toBeLessThan(2 * a.sync.stats.positionsSent)
+    await b.sync.syncNow()
+    const slot = a.clients.currentSlot()
+    expect(firstDifference(b.clients.exportSlot(slot), a.clients.exportSlot(slot))).toBe(-1)
+    // Sparse: one client in a 4.3M-bit filter, gaps of 3 and 4 bytes.
+    const wide = [0, 1].map(() => {
+      const clients = new ActiveClients({ capacity: 300_000, slots: 2, now: () => clock.now })
+      const sync = new RedisActiveClientsSync({ client: connected.client, name: 'gaps-sparse', interval: 60_000 })
+      sync.attach(clients)
+      return { clients, sync }
+    }) as [typeof a, typeof a]
+    wide[0].clients.add('sparse')
+    await wide[0].sync.syncNow()
+    await wide[1].sync.syncNow()
+    expect(wide[1].clients.has('sparse')).toBe(true)
+    const wideSlot = wide[0].clients.currentSlot()
+    expect(firstDifference(wide[1].clients.exportSlot(wideSlot), wide[0].clients.exportSlot(wideSlot))).toBe(-1)
+    await Promise.all(wide.map((node) => node.sync.close()))
   })
 
   it('reads the previous slot after rotating, and keys expire one window after their last write', async () => {
@@ -164,3 +196,29 @@ describe.skipIf(!available)('RedisActiveClientsSync on a 3-master Cluster', () =
     },
   )
 })
+
+/** The set bits of a slot (Redis's order: bit 0 is the high bit of byte 0), ascending. */
+function setBits(slot: Uint8Array): number[] {
+  const bits: number[] = []
+  for (let i = 0; i < slot.length * 8; i++) if (((slot[i >>> 3] as number) & (0x80 >>> (i & 7))) !== 0) bits.push(i)
+  return bits
+}
+
+/** Bytes of ascending positions as LEB128 gaps (each less 1 from the one before; the first from -1). */
+function gapBytes(positions: number[]): number {
+  let bytes = 0
+  let previous = -1
+  for (const position of positions) {
+    for (let gap = position - previous - 1; gap >= 128; gap = Math.floor(gap / 128)) bytes++
+    bytes++
+    previous = position
+  }
+  return bytes
+}
+
+/** The first byte at which two slots differ, -1 when equal (a deep toEqual takes seconds on 540 kB). */
+function firstDifference(a: Uint8Array | undefined, b: Uint8Array | undefined): number {
+  if (a === undefined || b === undefined || a.length !== b.length) return 0
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return i
+  return -1
+}

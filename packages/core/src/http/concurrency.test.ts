@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { ConfigError } from '../errors.js'
+import { SketchInflightCounter } from '../sketch/inflight.js'
 import { createConcurrencyHandler } from './concurrency.js'
 import { onStreamDone } from './stream.js'
 
@@ -23,6 +24,30 @@ describe('createConcurrencyHandler', () => {
     first.release()
     expect(await handler.plan('10.0.0.1')).toMatchObject({ kind: 'continue' })
     expect(handler.inflight.count('10.0.0.1')).toBe(1)
+  })
+})
+
+describe('createConcurrencyHandler with a counter', () => {
+  const adapter = { name: '@sluice/test', addressSource: 'ip', address: (ip: string) => ip, status: () => 200 }
+
+  it('counts in the counter it is given: a one-counter sketch makes every client share one slot', async () => {
+    const counter = new SketchInflightCounter({ hashes: 1, slots: 1 })
+    const handler = createConcurrencyHandler({ limit: 1, counter }, adapter)
+    const first = await handler.plan('10.0.0.1')
+    expect(first).toMatchObject({ kind: 'continue' })
+    expect(await handler.plan('10.0.0.2')).toMatchObject({ kind: 'deny', info: { key: '10.0.0.2', inflight: 1 } })
+    expect(counter.count('10.0.0.2')).toBe(1)
+    if (first.kind === 'continue') first.release()
+    expect(await handler.plan('10.0.0.2')).toMatchObject({ kind: 'continue' })
+    expect(handler.inflight).toBe(counter)
+  })
+
+  it('refuses a counter that cannot count, naming the option', () => {
+    for (const counter of [5, {}, { acquire: () => {} }, null]) {
+      expect(() => createConcurrencyHandler({ limit: 1, counter } as never, adapter)).toThrow(
+        expect.objectContaining({ name: 'ConfigError', field: 'counter' }),
+      )
+    }
   })
 })
 

@@ -2,7 +2,7 @@ import { toMilliseconds } from '../duration.js'
 import { ConfigError } from '../errors.js'
 import { containObserve, type Observe } from '../observe.js'
 import { headerInteger } from '../policy.js'
-import { InflightCounter } from '../sketch/inflight.js'
+import { InflightCounter, type InflightCounting } from '../sketch/inflight.js'
 import { type Awaitable, andThen } from '../stores/contract.js'
 import {
   concurrencyHeaders,
@@ -50,9 +50,17 @@ export interface ConcurrencyLimitOptions<A extends unknown[], R = unknown>
   retryAfter?: number | string | false
   /** Called with a `concurrency` event for each request admitted or refused (see `ObserveEvent`). */
   observe?: Observe
+  /**
+   * What counts requests in flight. Default a new `InflightCounter` (exact, one map entry per key
+   * with requests in flight). A `SketchInflightCounter` holds fixed memory however many keys
+   * arrive (a count may read high when keys collide, so a request may be refused early, never
+   * admitted beyond `limit`); a `SharedInflightCounter` opened from one buffer in every worker
+   * thread makes `limit` hold across the threads.
+   */
+  counter?: InflightCounting
 }
 
-const CONCURRENCY_OPTIONS = ['limit', 'name', 'headers', 'retryAfter', 'observe', ...COMMON_OPTIONS]
+const CONCURRENCY_OPTIONS = ['limit', 'name', 'headers', 'retryAfter', 'observe', 'counter', ...COMMON_OPTIONS]
 const DEFAULT_CONCURRENCY_RETRY_AFTER_MS = 1000
 
 /**
@@ -66,8 +74,8 @@ export type ConcurrencyPlan<R> =
 
 /** What `createConcurrencyHandler` returns: the per-request planner an adapter calls. */
 export interface ConcurrencyHandler<A extends unknown[], R> {
-  /** Requests in flight per key, in this process. */
-  readonly inflight: InflightCounter
+  /** Requests in flight per key: the `counter` option, or this handler's own `InflightCounter`. */
+  readonly inflight: InflightCounting
   readonly headers: HeaderMode | false
   /** Like the rate limiter's: a value when every step was synchronous, never a throw. */
   plan(...args: A): Awaitable<ConcurrencyPlan<R>>
@@ -101,17 +109,20 @@ export function createConcurrencyHandler<A extends unknown[], R>(
         )
   const common = parseCommon<A, ConcurrencyInfo, R>(raw, adapter)
   const { key, skip, statusCode, dryRun } = common
-  const inflight = new InflightCounter()
+  const inflight = counterOption(options.counter)
   const emit = containObserve(options.observe, common.warnings)
 
   const admit = (args: A, requestKey: string): Awaitable<ConcurrencyPlan<R>> => {
-    const current = inflight.count(requestKey)
-    if (current < limit) {
-      const guard = inflight.acquire(requestKey)
+    // Acquire, then look: with a counter other threads share, a look first could let two threads
+    // both take the last slot.
+    const guard = inflight.acquire(requestKey)
+    if (guard.count <= limit) {
       const entries = concurrencyHeaders(name, limit, limit - guard.count, headers)
       emit?.({ type: 'concurrency', key: requestKey, name, limit, allowed: true, inflight: guard.count })
       return { kind: 'continue', headers: entries, release: guard.release }
     }
+    guard.release()
+    const current = guard.count - 1
     const entries = concurrencyHeaders(name, limit, 0, headers)
     emit?.({ type: 'concurrency', key: requestKey, name, limit, allowed: false, inflight: current })
     if (dryRun) return { kind: 'continue', headers: entries, release: NOTHING_TO_RELEASE }
@@ -138,4 +149,22 @@ export function createConcurrencyHandler<A extends unknown[], R>(
       }
     },
   }
+}
+
+function counterOption(counter: unknown): InflightCounting {
+  if (counter === undefined) return new InflightCounter()
+  const given = counter as Partial<InflightCounting> | null
+  if (
+    typeof given !== 'object' ||
+    given === null ||
+    typeof given.acquire !== 'function' ||
+    typeof given.count !== 'function'
+  ) {
+    throw new ConfigError(
+      'counter',
+      counter,
+      'must count requests in flight: an InflightCounter, SketchInflightCounter or SharedInflightCounter',
+    )
+  }
+  return given as InflightCounting
 }

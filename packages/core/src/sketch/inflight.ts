@@ -11,6 +11,16 @@ export interface InflightGuard {
 }
 
 /**
+ * What counts work in flight for `concurrencyLimit({ counter })`: `InflightCounter` (exact, the
+ * default), `SketchInflightCounter` (fixed memory) or `SharedInflightCounter` (shared by threads).
+ */
+export interface InflightCounting {
+  /** Counts `n` more in flight for `key`; the guard's `count` includes them. */
+  acquire(key: string, n?: number): InflightGuard
+  count(key: string): number
+}
+
+/**
  * Exact count of work in flight per key (pingora's `Inflight`, with a guard object standing in
  * for Rust's `Drop`). Memory is one map entry per key with work in flight; a key whose count
  * returns to 0 is forgotten.
@@ -71,7 +81,7 @@ export class SketchInflightCounter {
 }
 
 /** A guard whose release undoes the acquire on its first call only. */
-function guard(key: string, count: number, undo: () => void): InflightGuard {
+export function guard(key: string, count: number, undo: () => void): InflightGuard {
   let released = false
   return {
     key,

@@ -39,6 +39,8 @@ export interface SyncStats {
   errors: number
   /** Payload bytes sent (new bit positions or whole slots). */
   bytesSent: number
+  /** New bit positions sent (as gaps; whole slots not counted). */
+  positionsSent: number
   /** Slot bytes received from Redis. */
   bytesReceived: number
   /** Timer ticks skipped because the previous sync was still running. */
@@ -66,7 +68,7 @@ export class RedisActiveClientsSync implements ActiveClientsSync {
   readonly name: string
   readonly interval: number
   readonly timeout: number
-  readonly stats: SyncStats = { syncs: 0, errors: 0, bytesSent: 0, bytesReceived: 0, skipped: 0 }
+  readonly stats: SyncStats = { syncs: 0, errors: 0, bytesSent: 0, positionsSent: 0, bytesReceived: 0, skipped: 0 }
   readonly #client: ScriptClient
   readonly #observe: ((event: ObserveEvent) => void) | undefined
   #clients: ActiveClients | undefined
@@ -157,6 +159,7 @@ export class RedisActiveClientsSync implements ActiveClientsSync {
     const args: (string | Buffer)[] = [String(clients.window + clients.slotLength)]
     const slots: number[] = []
     let bytes = 0
+    let positions = 0
     for (const slot of clients.liveSlots()) {
       const changes = clients.takeChanges(slot)
       // The current slot and the one before (others may still add to it until they rotate).
@@ -168,8 +171,9 @@ export class RedisActiveClientsSync implements ActiveClientsSync {
           mode = 'd'
           payload = Buffer.from(changes.bits.buffer, changes.bits.byteOffset, changes.bits.byteLength)
         } else {
-          mode = 's'
-          payload = positionsPayload(changes.positions)
+          mode = 'g'
+          payload = gapsPayload(changes.positions)
+          positions += changes.positions.length
         }
       }
       bytes += payload.length
@@ -183,6 +187,7 @@ export class RedisActiveClientsSync implements ActiveClientsSync {
       this.#apply(clients, slots, reply)
       this.stats.syncs++
       this.stats.bytesSent += bytes
+      this.stats.positionsSent += positions
     } catch (caught) {
       error = caught
       this.stats.errors++
@@ -239,9 +244,26 @@ export class RedisActiveClientsSync implements ActiveClientsSync {
   }
 }
 
-/** Bit positions as little-endian u32, as the script reads them. */
-function positionsPayload(positions: Uint32Array): Buffer {
-  const payload = Buffer.allocUnsafe(positions.length * 4)
-  for (let i = 0; i < positions.length; i++) payload.writeUInt32LE(positions[i] as number, i * 4)
-  return payload
+/**
+ * New bit positions, ascending, each as its distance from the one before less 1 (the first: from
+ * -1) in LEB128 (7 bits a byte, the high bit set on every byte but a number's last), as the script
+ * reads them. A sync's positions are spread over the filter, so a gap takes about
+ * log2(bits / positions) bits: 2 bytes where a u32 took 4 (figures in bench/README.md, issue 42).
+ */
+export function gapsPayload(positions: Uint32Array): Buffer {
+  const sorted = positions.slice().sort()
+  const payload = Buffer.allocUnsafe(sorted.length * 5)
+  let length = 0
+  let previous = -1
+  for (let i = 0; i < sorted.length; i++) {
+    const position = sorted[i] as number
+    let gap = position - previous - 1
+    previous = position
+    while (gap >= 128) {
+      payload[length++] = (gap % 128) | 128
+      gap = Math.floor(gap / 128)
+    }
+    payload[length++] = gap
+  }
+  return payload.subarray(0, length)
 }

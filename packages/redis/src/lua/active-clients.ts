@@ -1,8 +1,8 @@
 /**
  * One sync of one node, atomic, no lock. KEYS: the epoch key, a scratch key, then per slot its
  * bits and its version. ARGV: the keys' time to live (ms), then per slot: mode ('-' nothing to
- * send, 's' new bit positions as little-endian u32, 'd' the node's whole slot), payload, and the
- * version this node last read ('-1': send the bits whatever).
+ * send, 'g' new bit positions in ascending order as LEB128 gaps, 'd' the node's whole slot),
+ * payload, and the version this node last read ('-1': send the bits whatever).
  *
  * Bits are only ever ORed in (SETBIT-style BITFIELD sets, or BITOP OR), so concurrent syncs
  * commute and none can undo another. The version counts pushes; when it moved only by this
@@ -36,16 +36,24 @@ for i = 1, (#KEYS - 2) / 2 do
     redis.call('BITOP', 'OR', bits, bits, KEYS[2])
     redis.call('DEL', KEYS[2])
     pushed = 1
-  elseif mode == 's' then
+  elseif mode == 'g' then
     local args = {}
     local n = 0
-    for at = 1, #payload, 4 do
-      local b1, b2, b3, b4 = string.byte(payload, at, at + 3)
-      args[n + 1] = 'SET'
-      args[n + 2] = 'u1'
-      args[n + 3] = b1 + b2 * 256 + b3 * 65536 + b4 * 16777216
-      args[n + 4] = 1
-      n = n + 4
+    local position, gap, scale = -1, 0, 1
+    for at = 1, #payload do
+      local b = string.byte(payload, at)
+      if b >= 128 then
+        gap = gap + (b - 128) * scale
+        scale = scale * 128
+      else
+        position = position + 1 + gap + b * scale
+        gap, scale = 0, 1
+        args[n + 1] = 'SET'
+        args[n + 2] = 'u1'
+        args[n + 3] = position
+        args[n + 4] = 1
+        n = n + 4
+      end
       if n >= 4000 then
         redis.call('BITFIELD', bits, unpack(args, 1, n))
         n = 0
