@@ -95,6 +95,8 @@ export class RedisStore implements Store {
    * period's bounds on its clock, the script decides the count and expiry on Redis's TIME.
    */
   readonly calendarPeriods = true
+  /** The fixed-window Lua starts a `start: 'first-request'` window at the key's first request, as core. */
+  readonly firstRequestWindows = true
   readonly prefix: string
   readonly #client: ScriptClient
   readonly #now: (() => number) | undefined
