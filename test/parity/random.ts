@@ -25,6 +25,8 @@ const policyArbitrary = (algorithms: readonly AlgorithmName[]): fc.Arbitrary<Tra
       precision: fc.constantFrom(1, 2, 3, 4, 5),
       delayFactor: fc.option(fc.double({ min: 0, max: 2, noNaN: true }), { nil: undefined }),
       blockFor: fc.option(fc.constantFrom(1, 50, 999, 5000), { nil: undefined, freq: 3 }),
+      // fixed-window without a period: half the time windows from the key's first request.
+      firstRequest: fc.boolean(),
       // fixed-window: half the time a window starting at an offset, as a calendar period is resolved.
       period: fc.option(
         fc.record({
@@ -35,21 +37,34 @@ const policyArbitrary = (algorithms: readonly AlgorithmName[]): fc.Arbitrary<Tra
         { nil: undefined, freq: 2 },
       ),
     })
-    .map(({ algorithm, limit, window, burstFactor, precision, delayFactor, blockFor, period }): TracePolicy => {
-      if (algorithm === 'fixed-window' && period !== undefined) {
-        const at: OffsetWindow = { algorithm, limit, window: period.window, offset: period.offset % period.window }
-        const named = period.named ? { ...at, name: `period-${period.window}` } : at
-        return blockFor === undefined ? named : { ...named, blockFor }
-      }
-      const options: PolicyOptions = { algorithm, limit, window }
-      if (blockFor !== undefined) options.blockFor = blockFor
-      if (algorithm === 'gcra' || algorithm === 'token-bucket') {
-        options.burst = Math.max(1, Math.round(limit * burstFactor))
-        if (delayFactor !== undefined) options.maxDelay = Math.round(window * delayFactor)
-      }
-      if (algorithm === 'sliding-window' && window % precision === 0) options.precision = precision
-      return options
-    })
+    .map(
+      ({
+        algorithm,
+        limit,
+        window,
+        burstFactor,
+        precision,
+        delayFactor,
+        blockFor,
+        firstRequest,
+        period,
+      }): TracePolicy => {
+        if (algorithm === 'fixed-window' && period !== undefined) {
+          const at: OffsetWindow = { algorithm, limit, window: period.window, offset: period.offset % period.window }
+          const named = period.named ? { ...at, name: `period-${period.window}` } : at
+          return blockFor === undefined ? named : { ...named, blockFor }
+        }
+        const options: PolicyOptions = { algorithm, limit, window }
+        if (blockFor !== undefined) options.blockFor = blockFor
+        if (algorithm === 'fixed-window' && firstRequest) options.start = 'first-request'
+        if (algorithm === 'gcra' || algorithm === 'token-bucket') {
+          options.burst = Math.max(1, Math.round(limit * burstFactor))
+          if (delayFactor !== undefined) options.maxDelay = Math.round(window * delayFactor)
+        }
+        if (algorithm === 'sliding-window' && window % precision === 0) options.precision = precision
+        return options
+      },
+    )
 
 /**
  * A step as generated: an advance in ms, or to `by` ms from the next boundary of the set's

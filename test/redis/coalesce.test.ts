@@ -59,6 +59,7 @@ describe.skipIf(!available).each(CLIENTS)('RedisStore coalescing (private server
     // Redis's clock, not an injected one: the script reads TIME.
     const store = new RedisStore({ client, prefix: 'one-call:', deniedCache: false })
     const set = parsePolicies(['100/min', { limit: 100, window: 1000, algorithm: 'gcra' }])
+    await store.peek('warm', set) // the client's first call of the script is EVAL, which loads it
     const before = await stats()
     // The first goes at once, on its own; the other 15 join one batch (the default holds 16).
     const outcomes = await Promise.all(Array.from({ length: 16 }, (_, i) => store.consume(`user-${i % 4}`, set, 1)))
@@ -150,8 +151,11 @@ describe.skipIf(!available).each(CLIENTS)('RedisStore coalescing (private server
     const before = await stats()
     const outcomes = await Promise.all(Array.from({ length: 10 }, () => store.consume('k', set, 1)))
     expect(outcomes.map((o) => o[0]?.allowed)).toEqual([...Array(5).fill(true), ...Array(5).fill(false)])
-    // The lone first call and the batch each answered NOSCRIPT, then ran once with EVAL.
-    expect(commandsBetween(before, await stats()).eval).toBe(2)
+    // The lone first call answered NOSCRIPT and ran once with EVAL; the batch too if it was sent
+    // before that answer, else it waited for the retry and found the script.
+    const { eval: evals = 0, evalsha = 0 } = commandsBetween(before, await stats())
+    expect(evalsha).toBe(2)
+    expect([1, 2]).toContain(evals)
     const state = await admin.getBuffer(store.keysOf('k', set)[0] as string)
     expect(state?.readDoubleLE(8)).toBe(5)
   })

@@ -128,7 +128,7 @@ describe.skipIf(!privateRedis).each(CLIENTS)('RedisStore round trips (private se
 
   it.runIf(kind.name === 'ioredis').each([
     [false, 20],
-    [true, 3], // one alone, then the other 19 in batches of up to 16
+    [true, 3], // one alone (EVAL, which loads the script), then the other 19 in batches of up to 16
   ])('works on a client with enableAutoPipelining (coalesce: %s)', async (coalesce, calls) => {
     const pipelining = new Redis(server.port, { enableAutoPipelining: true })
     try {
@@ -137,7 +137,8 @@ describe.skipIf(!privateRedis).each(CLIENTS)('RedisStore round trips (private se
       const before = await stats()
       const outcomes = await Promise.all(Array.from({ length: 20 }, () => store.consume('one', set, 1)))
       expect(outcomes.map(([o]) => o?.allowed)).toEqual([...Array(5).fill(true), ...Array(15).fill(false)])
-      expect(delta(before, await stats()).evalsha).toBe(calls)
+      const { evalsha = 0, eval: evals = 0 } = delta(before, await stats())
+      expect({ evalsha, evals }).toEqual({ evalsha: calls - 1, evals: 1 })
     } finally {
       pipelining.disconnect()
     }
@@ -258,6 +259,45 @@ describe.skipIf(!privateRedis).each(CLIENTS)('RedisStore round trips (private se
     await admin.script('FLUSH')
     await store.refund('k', set, 1)
     expect((await store.peek('k', set))[0]?.remaining).toBe(2)
+    await store.reset('k', set)
+  })
+
+  it('applies a refund before a peek sent right behind it when the refund script was flushed', async () => {
+    const store = new RedisStore({ client, prefix: 'flush-order:', deniedCache: false })
+    const set = parsePolicies([{ limit: 4, window: 60_000, algorithm: 'fixed-window' }])
+    await store.consume('k', set, 3)
+    await store.refund('k', set, 1)
+    await admin.script('FLUSH')
+    // The decision script loads again (another key's decision); the refund script does not.
+    expect((await store.consume('other', set, 1))[0]?.remaining).toBe(3)
+    const refunded = store.refund('k', set, 1)
+    const peeked = store.peek('k', set)
+    const consumed = store.consume('k', set, 1)
+    await refunded
+    expect((await peeked)[0]?.remaining).toBe(3)
+    expect((await consumed)[0]?.remaining).toBe(2)
+    await store.reset('k', set)
+  })
+
+  it('keeps a penalty, a block and decisions in issue order across SCRIPT FLUSH', async () => {
+    const store = new RedisStore({ client, prefix: 'flush-order-penalty:', deniedCache: false })
+    const set = parsePolicies([{ limit: 4, window: 60_000, algorithm: 'token-bucket', blockFor: 30_000 }])
+    await store.consume('k', set, 1)
+    await store.penalize('k', set, 1)
+    await store.block('k', set, 10_000)
+    await store.reset('k', set)
+    await admin.script('FLUSH')
+    // The decision answers NOSCRIPT; everything issued behind it waits for its retry.
+    const first = store.consume('k', set, 1)
+    const penalized = store.penalize('k', set, 2)
+    const after = store.peek('k', set)
+    const blocked = store.block('k', set, 10_000)
+    const denied = store.consume('k', set, 1)
+    expect((await first)[0]?.remaining).toBe(3)
+    await penalized
+    expect((await after)[0]?.remaining).toBe(1)
+    await blocked
+    expect((await denied)[0]?.allowed).toBe(false)
     await store.reset('k', set)
   })
 

@@ -233,6 +233,17 @@ describe.skipIf(!redis).each(CLIENTS)('SyncedStore on one Redis (stores as nodes
     await Promise.all([a.close(), b.close()])
   })
 
+  it("rejects a fixed window from each key's first request at createLimiter: its sub-windows are aligned", async () => {
+    const [a] = nodes(1) as [SyncedStore]
+    expect(a.firstRequestWindows).toBe(false)
+    const limits = { limit: 2, window: 1000, algorithm: 'fixed-window', start: 'first-request' } as const
+    expect(() => createLimiter({ limits, store: a })).toThrow(ConfigError)
+    expect(() => createLimiter({ limits, store: a })).toThrow(
+      /limits\[0\]\.start is not served by SyncedStore.*start: 'clock'.*got "first-request"/,
+    )
+    await a.close()
+  })
+
   it('serves token bucket and gcra through the exact script per request; rejects sliding-log at createLimiter', async () => {
     const [a] = nodes(1) as [SyncedStore]
     const limiter = createLimiter({ limits: { limit: 2, window: 1000, algorithm: 'gcra' }, store: a })

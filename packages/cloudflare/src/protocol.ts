@@ -42,6 +42,10 @@ export function parseRequest(body: unknown): LimiterRequest | string {
     for (const name of POLICY_NUMBERS) {
       if (!Number.isFinite(fields[name])) return `policies[${i}].${name} must be a finite number`
     }
+    // Absent from a store older than the option: its windows start on the clock.
+    if (fields.start !== undefined && fields.start !== 'clock' && fields.start !== 'first-request') {
+      return `policies[${i}].start must be 'clock' or 'first-request'`
+    }
   }
   for (const name of ['cost', 'duration', 'now', 'admittedAt']) {
     const value = (body as Record<string, unknown>)[name]

@@ -67,6 +67,8 @@ export class DurableObjectStore implements Store {
    * period by when the store has a `now`, else on the object's own.
    */
   readonly calendarPeriods = true
+  /** The object runs core's transitions, which start a `start: 'first-request'` window at the key's first request. */
+  readonly firstRequestWindows = true
   /** The shard count, or undefined for one object per key. */
   readonly shards: number | undefined
   readonly #namespace: DurableObjectNamespaceLike

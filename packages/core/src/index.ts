@@ -68,6 +68,7 @@ export type {
   PolicyOptions,
   PolicySet,
   ShorthandPolicy,
+  WindowStart,
 } from './policy.js'
 export { ALGORITHMS, MAX_PRECISION, MAX_SLIDING_LOG_LIMIT, parsePolicies, parsePolicy } from './policy.js'
 export { CountMinSketch } from './sketch/count-min.js'

@@ -23,7 +23,14 @@ import {
 import { type Awaitable, andThen, type Store } from './stores/contract.js'
 import { MemoryStore } from './stores/memory-store.js'
 import { countingSetOf, type PolicyUsage, usageOf } from './usage.js'
-import { calendarNotServed, storeLacks, storeNameOf, type Validate, Warnings } from './validations.js'
+import {
+  calendarNotServed,
+  firstRequestNotServed,
+  storeLacks,
+  storeNameOf,
+  type Validate,
+  Warnings,
+} from './validations.js'
 
 /** Options of `createLimiter`. */
 export interface LimiterOptions {
@@ -450,8 +457,8 @@ function keyError(key: unknown): ConfigError {
 }
 
 /**
- * A ConfigError naming the first policy whose algorithm or calendar period the store says it
- * cannot serve, or whose name it cannot keep across a change of limit.
+ * A ConfigError naming the first policy whose algorithm, calendar period or first-request window
+ * the store says it cannot serve, or whose name it cannot keep across a change of limit.
  */
 function assertServes(store: Store, set: PolicySet): void {
   const { algorithms: served, namedAlgorithms: named } = store
@@ -459,6 +466,9 @@ function assertServes(store: Store, set: PolicySet): void {
   for (const [i, policy] of set.policies.entries()) {
     if (policy.calendar !== undefined && store.calendarPeriods !== true) {
       throw calendarNotServed(`limits[${i}].period`, policy.calendar.period, store, policy.name)
+    }
+    if (policy.start === 'first-request' && store.firstRequestWindows !== true) {
+      throw firstRequestNotServed(`limits[${i}].start`, store, policy.name)
     }
     if (served !== undefined && !served.includes(policy.algorithm)) {
       throw new ConfigError(

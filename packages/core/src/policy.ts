@@ -30,6 +30,11 @@ export const MAX_PRECISION = 60
  */
 export const DEFAULT_PRECISION = 10
 
+/** Where a fixed window starts: aligned to the clock, or at each key's first request. */
+export type WindowStart = 'clock' | 'first-request'
+
+const WINDOW_STARTS: readonly WindowStart[] = ['clock', 'first-request']
+
 /** A policy as an object; the shorthand string `'100/min'` is `{ limit: 100, window: '1min' }`. */
 export interface PolicyOptions {
   /** Requests (cost units) admitted per window. */
@@ -65,6 +70,13 @@ export interface PolicyOptions {
    * Default 0: no block.
    */
   blockFor?: number | string
+  /**
+   * fixed-window: where each key's windows start. `'clock'` (default): at multiples of the window
+   * since the epoch, the same instants for every key. `'first-request'`: at the key's first request,
+   * and again at its first request after a window has ended (rate-limiter-flexible's windows; seed
+   * 001's "simple window"). Not with `period`, whose windows start at the calendar's bounds.
+   */
+  start?: WindowStart
   /**
    * Shown in headers and decisions. Default e.g. `"100-per-1m"`. A policy given a name keeps its
    * stored state under that name (with its window, algorithm and precision), not under its limit:
@@ -129,6 +141,8 @@ export interface Policy {
   readonly offset: number
   /** A calendar period (`period`), resolved per request into a fixed window; undefined for others. */
   readonly calendar: CalendarRule | undefined
+  /** fixed-window: where each key's windows start (`PolicyOptions.start`); `'clock'` for the others. */
+  readonly start: WindowStart
 }
 
 /** The policies of one limiter, in the order given, and an id that names the set in a store. */
@@ -145,6 +159,7 @@ const OPTION_KEYS: ReadonlySet<string> = new Set([
   'precision',
   'maxDelay',
   'blockFor',
+  'start',
   'name',
   'period',
   'timeZone',
@@ -295,6 +310,8 @@ function buildPolicy(options: Record<string, unknown>, field: string): Policy {
   const blockFor =
     options.blockFor === undefined ? 0 : toMilliseconds(`${field}.blockFor`, options.blockFor, { allowZero: true })
 
+  const start = windowStartOf(options.start, algo, calendar, field)
+
   if (algo === 'sliding-log' && limit > MAX_SLIDING_LOG_LIMIT) {
     throw new ConfigError(
       `${field}.limit`,
@@ -328,16 +345,49 @@ function buildPolicy(options: Record<string, unknown>, field: string): Policy {
     maxDelay,
     blockFor,
     id: blockId(
-      options.name === undefined
-        ? calendar === undefined
-          ? policyId(algo, limit, window, burst, precision, maxDelay)
-          : policyId(algo, limit, calendar.id)
-        : namedId(name, algo, calendar === undefined ? window : calendar.id, precision),
+      startId(
+        options.name === undefined
+          ? calendar === undefined
+            ? policyId(algo, limit, window, burst, precision, maxDelay)
+            : policyId(algo, limit, calendar.id)
+          : namedId(name, algo, calendar === undefined ? window : calendar.id, precision),
+        start,
+      ),
       blockFor,
     ),
     offset: 0,
     calendar,
+    start,
   })
+}
+
+/** `start` checked: one of WINDOW_STARTS, and `'first-request'` only on a fixed window without `period`. */
+function windowStartOf(
+  value: unknown,
+  algorithm: AlgorithmName,
+  calendar: CalendarRule | undefined,
+  field: string,
+): WindowStart {
+  if (value === undefined) return 'clock'
+  if (!WINDOW_STARTS.includes(value as WindowStart)) {
+    throw new ConfigError(`${field}.start`, value, `must be one of ${WINDOW_STARTS.map((s) => `'${s}'`).join(', ')}`)
+  }
+  if (algorithm !== 'fixed-window') {
+    throw new ConfigError(`${field}.start`, value, `applies to fixed-window only, not ${algorithm}`)
+  }
+  if (value === 'first-request' && calendar !== undefined) {
+    throw new ConfigError(
+      `${field}.start`,
+      value,
+      `cannot go with period '${calendar.period}', whose windows start at the calendar's bounds; use window instead of period for windows from each key's first request`,
+    )
+  }
+  return value as WindowStart
+}
+
+/** A first-request window keeps its own state: aligned and unaligned starts never mix. */
+function startId(id: string, start: WindowStart): string {
+  return start === 'clock' ? id : `${id}:first`
 }
 
 const NAME_PATTERN = /^[A-Za-z0-9_.:*-]+$/

@@ -203,6 +203,15 @@ export function calendarNotServed(field: string, period: string, store: object, 
   )
 }
 
+/** A first-request fixed window (`limits[i].start`) on a store that does not say it serves them. */
+export function firstRequestNotServed(field: string, store: object, policy: string): ConfigError {
+  return new ConfigError(
+    field,
+    'first-request',
+    `is not served by ${storeNameOf(store)}: a window from each key's first request needs a store whose fixed windows start there (one with firstRequestWindows: true, such as MemoryStore or RedisStore); use start: 'clock' or another store; policy "${policy}"`,
+  )
+}
+
 /** How to switch one warning off, for its message. */
 function switchOff(code: WarningCode): string {
   return `Pass validate: false, or validate: { ${code}: false }, to turn this check off.`

@@ -44,6 +44,8 @@ export type Arg = string | number | Buffer
  * `binary` returns bulk replies as Buffers instead of UTF-8 text; integers are numbers either way.
  */
 export interface ScriptClient {
+  /** The library's client: calls through every ScriptClient on it share their order (see `run`). */
+  readonly connection: object
   /** Keys of one call must share a slot, and batches are split by hash tag. */
   readonly cluster: boolean
   /** Records that a call succeeded: after that, a failure is an outage, not a client never made ready. */
@@ -61,9 +63,10 @@ export interface ScriptClient {
 }
 
 /**
- * EVALSHA, and EVAL only when the node answers NOSCRIPT (a restart, SCRIPT FLUSH, a new Cluster
- * shard): NOSCRIPT means the script did not run, so the retry never counts a request twice. On a
- * Cluster both go to the node owning the keys' slot, so every node heals itself.
+ * Runs a script on `client`, keeping the client's script calls in the order they were issued (see
+ * ScriptOrder): EVALSHA for a script that has run since the node last answered NOSCRIPT, else EVAL,
+ * which loads it. NOSCRIPT means the script did not run, so its retry never counts a request twice.
+ * On a Cluster every call goes to the node owning the keys' slot, so every node heals itself.
  */
 export function run(
   client: ScriptClient,
@@ -72,23 +75,109 @@ export function run(
   args: readonly Arg[],
   binary = false,
 ): Promise<unknown> {
-  let call: Promise<unknown>
-  try {
-    call = client.evalsha(s.sha, keys, args, binary)
-  } catch (error) {
-    // A client that throws instead of rejecting still gives the caller a rejection.
-    call = Promise.reject(error)
+  let order = orders.get(client.connection)
+  if (order === undefined) {
+    order = new ScriptOrder()
+    orders.set(client.connection, order)
   }
-  return call.then(
-    (reply) => {
-      client.noteAnswer()
-      return reply
-    },
-    (error: unknown) => {
-      if (!isNoScript(error)) throw client.explain(error)
-      return client.eval(s.source, keys, args, binary)
-    },
-  )
+  return order.run(client, s, keys, args, binary)
+}
+
+/** By library client: every store on one client shares its connection, so its order too. */
+const orders = new WeakMap<object, ScriptOrder>()
+
+/**
+ * One library client's script calls (every store on it), applied by Redis in the order they were issued, across NOSCRIPT (a
+ * restart, SCRIPT FLUSH, a new Cluster shard). Two rules keep the order and the EVALSHA fast path:
+ * - Load before use: a script's first call goes as EVAL, and again its first after any NOSCRIPT
+ *   (calls behind it on the connection find it). Otherwise a refund's EVALSHA could miss its script on a node that has the decision's,
+ *   and a peek sent behind it would run before the refund's retry and read the state before it.
+ * - Retry in order: after a NOSCRIPT, calls issued meanwhile wait until every call sent before has
+ *   answered, each NOSCRIPT among them sent again as EVAL the moment it answers (in the order they
+ *   were sent); only then do the waiting calls go, in the order they were issued.
+ * What no client can order: another client loading a script on that node between two of this
+ * client's calls already sent, the first of which answers NOSCRIPT.
+ */
+class ScriptOrder {
+  /** SHAs of the scripts sent as EVAL since the last NOSCRIPT: EVALSHA finds them. */
+  readonly #loaded = new Set<string>()
+  /** Calls sent and not yet answered (a retry is not counted: EVAL never answers NOSCRIPT). */
+  #unanswered = 0
+  /** While recovering from NOSCRIPT, the calls issued meanwhile, in order. */
+  #waiting: (() => void)[] | undefined
+
+  run(
+    client: ScriptClient,
+    s: Script,
+    keys: readonly string[],
+    args: readonly Arg[],
+    binary: boolean,
+  ): Promise<unknown> {
+    const waiting = this.#waiting
+    if (waiting === undefined) return this.#send(client, s, keys, args, binary)
+    return new Promise((resolve) => waiting.push(() => resolve(this.#send(client, s, keys, args, binary))))
+  }
+
+  #send(
+    client: ScriptClient,
+    s: Script,
+    keys: readonly string[],
+    args: readonly Arg[],
+    binary: boolean,
+  ): Promise<unknown> {
+    this.#unanswered++
+    let call: Promise<unknown>
+    if (this.#loaded.has(s.sha)) call = attempt(() => client.evalsha(s.sha, keys, args, binary))
+    else {
+      // Calls sent behind this one find the script it loads.
+      this.#loaded.add(s.sha)
+      call = attempt(() => client.eval(s.source, keys, args, binary))
+    }
+    return call.then(
+      (reply) => {
+        client.noteAnswer()
+        this.#answered()
+        return reply
+      },
+      (error: unknown) => {
+        if (!isNoScript(error)) {
+          this.#answered()
+          throw client.explain(error)
+        }
+        this.#loaded.clear()
+        this.#waiting ??= []
+        // Sent before #answered can release the waiting calls, so it goes on the wire ahead of them.
+        this.#loaded.add(s.sha)
+        const retry = attempt(() => client.eval(s.source, keys, args, binary))
+        this.#answered()
+        return retry.then(
+          (reply) => {
+            client.noteAnswer()
+            return reply
+          },
+          (retryError: unknown) => {
+            throw client.explain(retryError)
+          },
+        )
+      },
+    )
+  }
+
+  #answered(): void {
+    if (--this.#unanswered > 0 || this.#waiting === undefined) return
+    const waiting = this.#waiting
+    this.#waiting = undefined
+    for (const send of waiting) send()
+  }
+}
+
+/** A client that throws instead of rejecting still gives the caller a rejection. */
+function attempt(call: () => Promise<unknown>): Promise<unknown> {
+  try {
+    return call()
+  } catch (error) {
+    return Promise.reject(error)
+  }
 }
 
 /**
@@ -172,12 +261,14 @@ interface IoredisBuffers {
 }
 
 class IoredisScripts implements ScriptClient {
+  readonly connection: object
   readonly #client: IoredisBuffers
   readonly cluster: boolean
   readonly #answers: Answers
 
   constructor(client: IoredisBuffers, cluster: boolean) {
     this.#client = client
+    this.connection = client
     this.cluster = cluster
     this.#answers = new Answers(client)
   }
@@ -235,12 +326,14 @@ const BINARY = { 36: Buffer }
 const TEXT = {}
 
 class NodeRedisScripts implements ScriptClient {
+  readonly connection: object
   readonly #client: NodeRedisSend
   readonly cluster: boolean
   readonly #answers: Answers
 
   constructor(client: NodeRedisSend, cluster: boolean) {
     this.#client = client
+    this.connection = client
     this.cluster = cluster
     this.#answers = new Answers(client)
   }

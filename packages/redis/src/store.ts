@@ -44,6 +44,8 @@ export const REDIS_STORE_OPTION_NAMES: readonly string[] = ['client', 'prefix', 
 
 const DECIDE = script(DECIDE_LUA)
 const REFUND = script(REFUND_LUA)
+const PENALIZE = script(PENALIZE_LUA)
+const BLOCK = script(BLOCK_LUA)
 const DEFAULT_DENIED_CACHE_KEYS = 10_000
 const DEFAULT_MAX_BATCH = 16
 /** A script blocks Redis while it runs (a few µs per decision and policy), so batches stay short. */
@@ -93,6 +95,8 @@ export class RedisStore implements Store {
    * period's bounds on its clock, the script decides the count and expiry on Redis's TIME.
    */
   readonly calendarPeriods = true
+  /** The fixed-window Lua starts a `start: 'first-request'` window at the key's first request, as core. */
+  readonly firstRequestWindows = true
   readonly prefix: string
   readonly #client: ScriptClient
   readonly #now: (() => number) | undefined
@@ -180,8 +184,7 @@ export class RedisStore implements Store {
 
   /**
    * One script call taking `cost` from every policy of the set whatever the limits (see
-   * PENALIZE_LUA). Sent as EVAL, not EVALSHA: penalties are rare, and a NOSCRIPT retry would land
-   * after decisions asked for later, which must see the penalty.
+   * PENALIZE_LUA); decisions asked for later see it, NOSCRIPT or not (`run` keeps the order).
    */
   async penalize(key: string, set: PolicySet, cost: number): Promise<void> {
     this.#denied?.invalidate(cacheId(key, set))
@@ -189,17 +192,17 @@ export class RedisStore implements Store {
     const keys = this.keysOf(key, set)
     const args: (Buffer | string)[] = [this.#argsOf(set), String(cost)]
     if (this.#now !== undefined) args.push(String(this.#now()))
-    await this.#client.eval(PENALIZE_LUA, keys, args, true)
+    await run(this.#client, PENALIZE, keys, args, true)
   }
 
-  /** One script call blocking the key in the set's blockFor policies (see BLOCK_LUA); EVAL, as penalize. */
+  /** One script call blocking the key in the set's blockFor policies (see BLOCK_LUA), in order as penalize. */
   async block(key: string, set: PolicySet, duration: number): Promise<void> {
     this.#denied?.invalidate(cacheId(key, set))
     this.#flush() // decisions asked for earlier, still waiting in a batch, go first
     const keys = this.keysOf(key, set)
     const args: (Buffer | string)[] = [this.#argsOf(set), String(duration)]
     if (this.#now !== undefined) args.push(String(this.#now()))
-    await this.#client.eval(BLOCK_LUA, keys, args, true)
+    await run(this.#client, BLOCK, keys, args, true)
   }
 
   /** The clock `refund`'s `admittedAt` is read on: the local one (the script turns it into an age). */

@@ -4,7 +4,8 @@ import { admitted, denied, type Mutable, type Outcome, type Penalty, type Refund
 
 /**
  * Count in the current window, which is aligned to multiples of the window since the epoch,
- * shifted by the policy's `offset` (a calendar period's start).
+ * shifted by the policy's `offset` (a calendar period's start), or, with `start: 'first-request'`,
+ * starts at the key's first request after the last window ended.
  */
 export interface FixedWindowState {
   readonly start: number
@@ -19,9 +20,17 @@ export interface FixedWindowState {
 export const fixedWindow: Transition<FixedWindowState> = (state, now, policy, cost) => {
   const outcome = decideFixedWindow(state, now, policy, cost)
   if (!outcome.allowed) return { state: state as FixedWindowState, outcome }
-  const start = windowStart(now, policy)
+  const start = startAt(now, policy, state?.start)
   const count = state !== undefined && state.start === start ? state.count : 0
   return { state: { start, count: count + cost }, outcome }
+}
+
+/**
+ * The start of the window a write at `now` goes to: the aligned one (`windowStart`), or with
+ * `start: 'first-request'` the key's window while it lasts, else one starting `now`.
+ */
+function startAt(now: number, policy: Policy, known: number | undefined): number {
+  return policy.start === 'first-request' ? knownStart(now, policy, known) : windowStart(now, policy)
 }
 
 /**
@@ -33,9 +42,13 @@ export function windowStart(now: number, { window, offset }: Pick<Policy, 'windo
   return now - (into < 0 ? into + window : into)
 }
 
-/** `windowStart`, or `known` (a state's start) while `now` is still inside that window. */
+/**
+ * `known` (a state's start) while `now` is still inside that window; else `windowStart`, or `now`
+ * itself with `start: 'first-request'` (a request opens the window).
+ */
 function knownStart(now: number, policy: Policy, known: number | undefined): number {
-  return known !== undefined && now >= known && now - known < policy.window ? known : windowStart(now, policy)
+  if (known !== undefined && now >= known && now - known < policy.window) return known
+  return policy.start === 'first-request' ? now : windowStart(now, policy)
 }
 
 /** The fixed window's outcome (see `fixedWindow`), changing nothing. */
@@ -80,14 +93,14 @@ export const fixedWindowMeter: Meter<Mutable<FixedWindowState> & Kept> = {
  * below 0; with `admittedAt`, only when the request was admitted in this same window.
  */
 export const refundFixedWindow: Refund<FixedWindowState> = (state, now, policy, cost, admittedAt) => {
-  if (state === undefined || state.count === 0 || state.start !== windowStart(now, policy)) return state
-  if (admittedAt !== undefined && windowStart(admittedAt, policy) !== state.start) return state
+  if (state === undefined || state.count === 0 || state.start !== startAt(now, policy, state.start)) return state
+  if (admittedAt !== undefined && startAt(admittedAt, policy, state.start) !== state.start) return state
   return { start: state.start, count: Math.max(0, state.count - cost) }
 }
 
 /** As a consume of `cost` would write it, admitted whatever the limit (see `Penalty`). */
 export const penalizeFixedWindow: Penalty<FixedWindowState> = (state, now, policy, cost) => {
-  const start = windowStart(now, policy)
+  const start = startAt(now, policy, state?.start)
   const count = state !== undefined && state.start === start ? state.count : 0
   return { start, count: count + cost }
 }

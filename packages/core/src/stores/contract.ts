@@ -52,6 +52,12 @@ export interface Store {
    */
   readonly calendarPeriods?: boolean
   /**
+   * True when the store's fixed windows follow a policy's `start: 'first-request'` (each key's
+   * window from its first request; the core transitions do); `createLimiter` rejects that option
+   * on a store without it.
+   */
+  readonly firstRequestWindows?: boolean
+  /**
    * The algorithms whose named policies this store keeps across a change of limit (their usage
    * read against the new limit; see `PolicyOptions.name`); absent means all, as in a store that
    * runs the transitions. `createLimiter` rejects a named policy of any other algorithm (a

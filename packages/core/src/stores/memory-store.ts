@@ -131,6 +131,8 @@ export class MemoryStore implements Store {
   readonly #policyIndex = new Map<string, number>()
   /** Its fixed windows start at the policy's offset: calendar periods are served (see `Store`). */
   readonly calendarPeriods = true
+  /** Its meters start a `start: 'first-request'` window at the key's first request (see `Store`). */
+  readonly firstRequestWindows = true
   readonly #plans = new WeakMap<PolicySet, Plan>()
   /** The last set's plan: a limiter uses one set, so this saves the WeakMap lookup. */
   #plan: Plan | undefined

@@ -70,6 +70,12 @@ const TRACE_SETS: readonly (readonly PolicyInput[])[] = [
     { limit: 5, window: 1000, algorithm: 'sliding-log' },
     { limit: 9, window: 3000, algorithm: 'token-bucket' },
   ],
+  // Windows from each key's first request; the trace's pauses let windows end and new ones open.
+  [{ limit: 5, window: 1000, algorithm: 'fixed-window', start: 'first-request' }],
+  [
+    { limit: 4, window: 700, algorithm: 'fixed-window', start: 'first-request' },
+    { limit: 6, window: 1000, algorithm: 'fixed-window' },
+  ],
 ]
 
 const HOUR = 3_600_000
@@ -114,6 +120,9 @@ function unserved(store: Store, policies: readonly Policy[]): string | undefined
     }
     if ((policy.calendar !== undefined || policy.offset !== 0) && store.calendarPeriods !== true) {
       return 'the store does not start fixed windows at an offset (calendarPeriods)'
+    }
+    if (policy.start === 'first-request' && store.firstRequestWindows !== true) {
+      return "the store does not start fixed windows at a key's first request (firstRequestWindows)"
     }
   }
   return undefined
@@ -276,7 +285,11 @@ export function storeConformanceCases(options: StoreConformanceOptions): Conform
 
   for (const [index, inputs] of TRACE_SETS.entries()) {
     const set = parsePolicies(inputs)
-    const label = set.policies.map((p) => `${p.algorithm} ${p.limit}/${p.window}ms`).join(' + ')
+    const label = set.policies
+      .map(
+        (p) => `${p.algorithm} ${p.limit}/${p.window}ms${p.start === 'first-request' ? ' from the first request' : ''}`,
+      )
+      .join(' + ')
     add(`decides as the reference transitions on a random trace: ${label}`, serving(set), async (store, clock) => {
       const next = seededRandom(index + 1)
       const key = freshKey('trace')

@@ -10,11 +10,12 @@ describe('the policy record', () => {
     { limit: 7, window: 3000, algorithm: 'sliding-window', precision: 3 },
     { limit: 5, window: 1000, algorithm: 'token-bucket', burst: 9, maxDelay: 400 },
     { limit: 4, window: 2000, algorithm: 'sliding-log', blockFor: 700 },
+    { limit: 6, window: 1500, algorithm: 'fixed-window', start: 'first-request' },
   ])
   const records = policyRecords(set)
 
   it('is read by the generated accessors where policyRecords wrote each field', () => {
-    expect(records.length).toBe(3 * POLICY_BYTES)
+    expect(records.length).toBe(4 * POLICY_BYTES)
     for (const [i, policy] of set.policies.entries()) {
       const fields = ['limit', 'window', 'burst', 'precision', 'maxDelay', 'blockFor', 'offset'] as const
       for (const field of fields) {
@@ -23,12 +24,15 @@ describe('the policy record', () => {
       }
       const code = offsetOf(policyLua(String(i + 1), ['code'])) - 1
       expect(records.readDoubleLE(code)).toBe(ALGORITHM_CODES[policy.algorithm])
+      const firstRequest = offsetOf(policyLua(String(i + 1), ['firstRequest'])) - 1
+      expect(records.readDoubleLE(firstRequest)).toBe(policy.start === 'first-request' ? 1 : 0)
     }
   })
 
   it('writes Lua offsets for a record index the script only knows at run time', () => {
-    expect(policyLua('i', ['code', 'limit', 'window'])).toBe("struct.unpack('<ddd', policies, 64 * i - 63)")
-    expect(policyLua('i', ['blockFor'])).toBe("struct.unpack('<d', policies, 64 * i - 15)")
+    expect(policyLua('i', ['code', 'limit', 'window'])).toBe("struct.unpack('<ddd', policies, 72 * i - 71)")
+    expect(policyLua('i', ['blockFor'])).toBe("struct.unpack('<d', policies, 72 * i - 23)")
+    expect(policyLua('i', ['offset', 'firstRequest'])).toBe("struct.unpack('<dd', policies, 72 * i - 15)")
     expect(() => policyLua('i', ['code', 'window'])).toThrow(/not in record order/)
   })
 

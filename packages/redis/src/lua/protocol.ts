@@ -29,8 +29,19 @@ export const ESTIMATE_EPSILON_LUA = ESTIMATE_EPSILON.toExponential()
 /**
  * The policy record: one little-endian double per field, in this order, one record per policy
  * of a set, built once per set (`policyRecords`). The lease script sends the first four only.
+ * `firstRequest` is 1 for a fixed window with `start: 'first-request'`, else 0.
  */
-const POLICY_FIELDS = ['code', 'limit', 'window', 'burst', 'precision', 'maxDelay', 'blockFor', 'offset'] as const
+const POLICY_FIELDS = [
+  'code',
+  'limit',
+  'window',
+  'burst',
+  'precision',
+  'maxDelay',
+  'blockFor',
+  'offset',
+  'firstRequest',
+] as const
 export type PolicyField = (typeof POLICY_FIELDS)[number]
 /** Bytes of one whole record. */
 export const POLICY_BYTES = 8 * POLICY_FIELDS.length
@@ -100,9 +111,15 @@ export function writePolicy(
   fields: readonly PolicyField[] = POLICY_FIELDS,
 ): number {
   for (const field of fields) {
-    at = target.writeDoubleLE(field === 'code' ? ALGORITHM_CODES[policy.algorithm] : policy[field], at)
+    at = target.writeDoubleLE(fieldValue(policy, field), at)
   }
   return at
+}
+
+function fieldValue(policy: Policy, field: PolicyField): number {
+  if (field === 'code') return ALGORITHM_CODES[policy.algorithm]
+  if (field === 'firstRequest') return policy.start === 'first-request' ? 1 : 0
+  return policy[field]
 }
 
 /**

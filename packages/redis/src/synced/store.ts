@@ -53,6 +53,12 @@ export class SyncedStore implements Store {
   readonly namedAlgorithms: readonly AlgorithmName[] = SERVED
   /** Fixed windows start at a policy's `offset` (`PolicyCounters.currentStart`), on the clock of `now()`. */
   readonly calendarPeriods = true
+  /**
+   * Not served: the windows' counts are summed across nodes by sub-windows aligned to the clock
+   * (`PolicyCounters`), and a window from each key's first request has no start every node agrees
+   * on before a sync; `createLimiter` refuses `start: 'first-request'` (RedisStore serves it).
+   */
+  readonly firstRequestWindows = false
   readonly prefix: string
   readonly nodeId: string
   readonly interval: number
