@@ -34,10 +34,14 @@ export { admissionControlHook, concurrencyLimitHook, rateLimitHook }
 export type RateLimitPluginOptions = RateLimitOptions & Placement
 /** A route's `config.rateLimit`: options over the plugin's (its `limits` replace the plugin's), and its hook. */
 export type RouteRateLimitOptions = Partial<RateLimitOptions> & Pick<Placement, 'hook'>
-/** The concurrency-limit plugin's options. */
-export type ConcurrencyLimitPluginOptions = ConcurrencyLimitOptions & Placement
-/** The admission-control plugin's options. */
-export type AdmissionControlPluginOptions = AdmissionControlOptions & Placement
+/** The concurrency-limit plugin's options; with `global: false`, defaults for the routes that ask. */
+export type ConcurrencyLimitPluginOptions =
+  | (ConcurrencyLimitOptions & Placement)
+  | (Partial<ConcurrencyLimitOptions> & Placement & { global: false })
+/** The admission-control plugin's options; with `global: false`, defaults for the routes that ask. */
+export type AdmissionControlPluginOptions =
+  | (AdmissionControlOptions & Placement)
+  | (Partial<AdmissionControlOptions> & Placement & { global: false })
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -78,10 +78,10 @@ function addRouteHook(route: RouteOptions, name: HookName, hook: RequestHook): v
  * A `fastify-plugin` plugin for `kind`: hooks added to routes as they are declared (`onRoute`),
  * so every option, a route's config included, is checked at startup, never per request.
  */
-export function pluginOf<O extends object, H extends RequestHook>(kind: Kind<O, H>): FastifyPluginAsync<O & Placement> {
+export function pluginOf<O extends object, H extends RequestHook>(kind: Kind<O, H>): FastifyPluginAsync<Partial<O> & Placement> {
   const { name } = kind
   const registered = new WeakSet<FastifyInstance>()
-  async function plugin(fastify: FastifyInstance, options: O & Placement): Promise<void> {
+  async function plugin(fastify: FastifyInstance, options: Partial<O> & Placement): Promise<void> {
     if (!isObject(options)) throw new ConfigError('options', options, `of ${name} must be an object`)
     if (registered.has(fastify)) {
       throw new ConfigError(
