@@ -34,6 +34,15 @@ export { admissionControlHook, concurrencyLimitHook, rateLimitHook }
 export type RateLimitPluginOptions = RateLimitOptions & Placement
 /** A route's `config.rateLimit`: options over the plugin's (its `limits` replace the plugin's), and its hook. */
 export type RouteRateLimitOptions = Partial<RateLimitOptions> & Pick<Placement, 'hook'>
+/** A route's `config.concurrencyLimit`: options over the plugin's, and its hook. */
+export type RouteConcurrencyLimitOptions = Partial<ConcurrencyLimitOptions> & Pick<Placement, 'hook'>
+/**
+ * A route's `config.admissionControl`: options over the plugin's, and its hook. Not `clients` or
+ * `sync`: their types hold a class, which differs between this package's ESM and CommonJS
+ * declarations, both of which declare this config (give them to the plugin, or `app.admissionControl`).
+ */
+export type RouteAdmissionControlOptions = Partial<Omit<AdmissionControlOptions, 'clients' | 'sync'>> &
+  Pick<Placement, 'hook'>
 /** The concurrency-limit plugin's options; with `global: false`, defaults for the routes that ask. */
 export type ConcurrencyLimitPluginOptions =
   | (ConcurrencyLimitOptions & Placement)
@@ -54,9 +63,9 @@ declare module 'fastify' {
     /** This route's own rate limit over the plugin's, or false to exempt it. */
     rateLimit?: RouteRateLimitOptions | false
     /** This route's own concurrency limit, or false to exempt it. */
-    concurrencyLimit?: (Partial<ConcurrencyLimitOptions> & Pick<Placement, 'hook'>) | false
+    concurrencyLimit?: RouteConcurrencyLimitOptions | false
     /** This route's own admission control, or false to exempt it. */
-    admissionControl?: (Partial<AdmissionControlOptions> & Pick<Placement, 'hook'>) | false
+    admissionControl?: RouteAdmissionControlOptions | false
   }
   interface FastifyInstance {
     /**

@@ -78,7 +78,9 @@ function addRouteHook(route: RouteOptions, name: HookName, hook: RequestHook): v
  * A `fastify-plugin` plugin for `kind`: hooks added to routes as they are declared (`onRoute`),
  * so every option, a route's config included, is checked at startup, never per request.
  */
-export function pluginOf<O extends object, H extends RequestHook>(kind: Kind<O, H>): FastifyPluginAsync<Partial<O> & Placement> {
+export function pluginOf<O extends object, H extends RequestHook>(
+  kind: Kind<O, H>,
+): FastifyPluginAsync<Partial<O> & Placement> {
   const { name } = kind
   const registered = new WeakSet<FastifyInstance>()
   async function plugin(fastify: FastifyInstance, options: Partial<O> & Placement): Promise<void> {
