@@ -1,6 +1,6 @@
 // What the HTTP benchmark compares, shared by the runner (bench/http.bench.ts) and the servers.
 
-export type Framework = 'express' | 'koa' | 'hono'
+export type Framework = 'express' | 'koa' | 'hono' | 'fastify'
 export type Variant =
   | 'none'
   | 'control'
@@ -16,11 +16,14 @@ export type Variant =
   | 'krl-2'
   | 'hrl-1'
   | 'hrl-2'
+  | 'frl-1'
+  | 'frl-2'
 
 /**
  * The variants each framework runs; each framework also runs the peer its users would pick:
  * express-rate-limit (`erl`) on Express, koa-ratelimit's memory driver (`krl`) on Koa,
- * hono-rate-limiter (`hrl`) on Hono, one instance per policy as none takes several windows. `control`, `noop`
+ * hono-rate-limiter (`hrl`) on Hono, @fastify/rate-limit (`frl`) on Fastify, one instance per
+ * policy as none takes several windows. `control`, `noop`
  * and `headers` are references, not limiters. `control` is `none` again in another process: what
  * it reads is the measurement's own error. `noop` and `headers` are what the framework charges for
  * one middleware that does nothing, and for one that only sets two constant headers shaped like
@@ -32,6 +35,7 @@ export const VARIANTS: Record<Framework, readonly Variant[]> = {
   express: ['none', 'control', 'noop', 'headers', 'headers-prop', 'sluice-1', 'sluice-2', 'quiet-1', 'erl-1', 'erl-2'],
   koa: ['none', 'control', 'noop', 'headers', 'sluice-1', 'sluice-2', 'quiet-1', 'krl-1', 'krl-2'],
   hono: ['none', 'control', 'noop', 'headers', 'sluice-1', 'sluice-2', 'quiet-1', 'hrl-1', 'hrl-2'],
+  fastify: ['none', 'control', 'noop', 'headers', 'sluice-1', 'sluice-2', 'quiet-1', 'frl-1', 'frl-2'],
 }
 
 /** How the reports name each variant. */
@@ -50,6 +54,8 @@ export const VARIANT_LABELS: Record<Variant, string> = {
   'krl-2': 'koa-ratelimit (memory), 2 windows',
   'hrl-1': 'hono-rate-limiter, 1 window',
   'hrl-2': 'hono-rate-limiter, 2 windows',
+  'frl-1': '@fastify/rate-limit, 1 window',
+  'frl-2': '@fastify/rate-limit, 2 windows',
 }
 
 /** What the `headers` reference middleware sets: sluice's draft-11 pair for one policy, as constants. */
