@@ -17,7 +17,9 @@ import {
 
 // Loaded without its types: @fastify/rate-limit declares config.rateLimit and app.rateLimit on
 // Fastify's types as @sluice/fastify does, and one program cannot hold both declarations.
-const fastifyRateLimit = createRequire(import.meta.url)('@fastify/rate-limit') as FastifyPluginAsync<Record<string, unknown>>
+const fastifyRateLimit = createRequire(import.meta.url)('@fastify/rate-limit') as FastifyPluginAsync<
+  Record<string, unknown>
+>
 
 const variant = variantArg('fastify')
 const app = Fastify()

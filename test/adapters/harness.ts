@@ -479,7 +479,7 @@ export const fastifyHarness: Harness = {
     ),
   async app(spec) {
     const counter = { handled: 0 }
-    // trustProxy: true trusts one hop, the loopback peer; Fastify refuses a bare hop count.
+    // trustProxy: true trusts one hop, the loopback peer; Fastify 5.12 ignores a bare hop count.
     const trustProxy = spec.trustProxy === 'all' ? true : spec.trustProxy ? '127.0.0.1' : false
     const app = Fastify({ trustProxy })
     app.setErrorHandler((error: Error, _request, reply) => {

@@ -691,6 +691,122 @@ describe('ported from @fastify/rate-limit test/route-rate-limit.test.js', () => 
     ).toThrow(ConfigError)
   })
 
+  for (const origin of ["'With text timeWindow'", "'timeWindow specified as a string'"]) {
+    it(`a route's window as text: denied past max, admitted again after the window [${origin}]`, async () => {
+      const { clock, store } = clocked()
+      const app = Fastify()
+      await app.register(rateLimit, { global: false, store, headers: 'legacy' })
+      app.get('/', { config: { rateLimit: { limits: fixed(2, '1s') } } }, async () => 'hello!')
+      expect(await statuses(app, 3)).toEqual([200, 200, 429])
+      clock.now += 1100
+      expect(await get(app)).toMatchObject({ status: 200, remaining: '1' })
+    })
+  }
+
+  it("a route's window chosen per request: limiter as a function ['With function timeWindow']", async () => {
+    const { clock, store } = clocked()
+    const perSecond = createLimiter({ limits: fixed(2, 1000), store })
+    const app = Fastify()
+    await app.register(rateLimit, { global: false })
+    app.get('/', { config: { rateLimit: { limiter: () => perSecond } } }, async () => 'hello!')
+    expect(await statuses(app, 3)).toEqual([200, 200, 429])
+    clock.now += 1100
+    expect(await statuses(app, 1)).toEqual([200])
+  })
+
+  for (const origin of ["'With ips allowList'", "'With function allowList'"]) {
+    it(`a route's skip by address or header [${origin}]`, async () => {
+      const app = Fastify()
+      await app.register(rateLimit, { global: false })
+      const skip = origin.includes('function')
+        ? async (request: { headers: Record<string, unknown> }) => request.headers['x-my-header'] !== undefined
+        : (request: { ip: string }) => ['127.0.0.1'].includes(request.ip)
+      app.get('/', { config: { rateLimit: { limits: fixed(2, 1000), skip: skip as never } } }, async () => 'hello!')
+      const as = origin.includes('function') ? { 'x-my-header': 'FOO BAR' } : {}
+      expect(await statuses(app, 3, '/', as)).toEqual([200, 200, 200])
+      if (origin.includes('function')) expect(await statuses(app, 3)).toEqual([200, 200, 429])
+    })
+  }
+
+  it("onExceeding → observe, onExceeded → onLimited, on a route ['With onExceeding option'], ['With onExceeded option']", async () => {
+    let admitted = 0
+    let exceeded = 0
+    const app = Fastify()
+    await app.register(rateLimit, { global: false })
+    app.get(
+      '/',
+      {
+        config: {
+          rateLimit: {
+            limits: fixed(2, 1000),
+            observe: (event) => {
+              if (event.type === 'decision' && event.decision.allowed) admitted++
+            },
+            onLimited: () => {
+              exceeded++
+            },
+          },
+        },
+      },
+      async () => 'hello!',
+    )
+    expect(await statuses(app, 3)).toEqual([200, 200, 429])
+    expect([admitted, exceeded]).toEqual([2, 1])
+  })
+
+  it("a route's limit per key: the plugin's key, the route's limiter ['variable max contenders']", async () => {
+    const store = new MemoryStore()
+    const plans = new Map(
+      [1, 2].map((max) => [max, createLimiter({ limits: { ...fixed(max, 10_000), name: 'requests' }, store })]),
+    )
+    const app = Fastify()
+    await app.register(rateLimit, { global: false, key: (request) => String(request.headers['api-key']) })
+    app.get(
+      '/',
+      { config: { rateLimit: { limiter: (request) => plans.get(request.headers['api-key'] === 'pro' ? 2 : 1)! } } },
+      async () => 'hello',
+    )
+    expect(await statuses(app, 3, '/', { 'api-key': 'pro' })).toEqual([200, 200, 429])
+    expect(await statuses(app, 2, '/', { 'api-key': 'NOT' })).toEqual([200, 429])
+  })
+
+  it("a route's store of its own ['With CustomStore']", async () => {
+    const memory = clocked().store
+    let asked = 0
+    const custom: Store = {
+      consume: (key, set, cost) => {
+        asked++
+        return memory.consume(key, set, cost)
+      },
+      peek: (key, set) => memory.peek(key, set),
+      reset: (key, set) => memory.reset(key, set),
+    }
+    const app = Fastify()
+    await app.register(rateLimit, { global: false })
+    app.get('/', { config: { rateLimit: { limits: fixed(2, 10_000), store: custom } } }, async () => 'hello!')
+    expect(await statuses(app, 3)).toEqual([200, 200, 429])
+    expect(asked).toBe(3)
+  })
+
+  it("a route's denial stops the lifecycle before preValidation ['stops fastify lifecycle after onRequest and before preValidation']", async () => {
+    let preValidation = 0
+    const app = Fastify()
+    await app.register(rateLimit, { global: false })
+    app.get(
+      '/',
+      {
+        config: { rateLimit: { limits: fixed(1, 1000) } },
+        preValidation: (_request, _reply, next) => {
+          preValidation++
+          next()
+        },
+      },
+      async () => 'hello!',
+    )
+    expect(await statuses(app, 2)).toEqual([200, 429])
+    expect(preValidation).toBe(1)
+  })
+
   it.skip("['With ban']: no ban after N denials; blockFor blocks a key once denied", () => {})
   it.skip("['When continue exceeding is on (Local)']: no window restarted by denied requests", () => {})
   it.skip("['hide rate limit headers'], ['hide rate limit headers on exceeding'], ['hide rate limit headers at all times']: per-header toggles; headers: false is covered above", () => {})
