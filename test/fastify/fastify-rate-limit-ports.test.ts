@@ -722,7 +722,7 @@ describe('ported from @fastify/rate-limit test/route-rate-limit.test.js', () => 
         ? async (request: { headers: Record<string, unknown> }) => request.headers['x-my-header'] !== undefined
         : (request: { ip: string }) => ['127.0.0.1'].includes(request.ip)
       app.get('/', { config: { rateLimit: { limits: fixed(2, 1000), skip: skip as never } } }, async () => 'hello!')
-      const as = origin.includes('function') ? { 'x-my-header': 'FOO BAR' } : {}
+      const as: Record<string, string> = origin.includes('function') ? { 'x-my-header': 'FOO BAR' } : {}
       expect(await statuses(app, 3, '/', as)).toEqual([200, 200, 200])
       if (origin.includes('function')) expect(await statuses(app, 3)).toEqual([200, 200, 429])
     })

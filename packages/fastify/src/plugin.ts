@@ -36,12 +36,17 @@ function isObject(value: unknown): value is Record<string, unknown> {
 }
 
 function placementOf(name: string, options: Record<string, unknown>): Required<Placement> {
-  const { global = true, hook = 'onRequest' } = options
+  const { global = true } = options
   if (typeof global !== 'boolean') throw new ConfigError('global', global, 'must be true or false')
+  return { global, hook: hookOf(name, options.hook, 'onRequest') }
+}
+
+function hookOf(name: string, hook: unknown, otherwise: HookName): HookName {
+  if (hook === undefined) return otherwise
   if (!HOOK_NAMES.includes(hook as HookName)) {
     throw new ConfigError('hook', hook, `must be one of ${HOOK_NAMES.map((h) => `'${h}'`).join(', ')} (${name})`)
   }
-  return { global, hook: hook as HookName }
+  return hook as HookName
 }
 
 function withoutPlacement<O>(options: Record<string, unknown>): O {
@@ -122,12 +127,8 @@ export function pluginOf<O extends object, H extends RequestHook>(
         throw new ConfigError(`config.${name}`, config, `of ${where} must be an object of options, or false`)
       }
       try {
-        const own = placementOf(name, { ...config, global: true })
-        addRouteHook(
-          route,
-          config.hook === undefined ? placement.hook : own.hook,
-          kind.build(kind.merge(base, withoutPlacement<O>(config), where)),
-        )
+        const hook = hookOf(name, config.hook, placement.hook)
+        addRouteHook(route, hook, kind.build(kind.merge(base, withoutPlacement<O>(config), where)))
       } catch (error) {
         if (error instanceof ConfigError) error.message = `${where}: config.${name}.${error.message}`
         throw error
