@@ -10,6 +10,7 @@ export type Variant =
   | 'sluice-1'
   | 'sluice-2'
   | 'quiet-1'
+  | 'legacy-1'
   | 'erl-1'
   | 'erl-2'
   | 'krl-1'
@@ -35,7 +36,7 @@ export const VARIANTS: Record<Framework, readonly Variant[]> = {
   express: ['none', 'control', 'noop', 'headers', 'headers-prop', 'sluice-1', 'sluice-2', 'quiet-1', 'erl-1', 'erl-2'],
   koa: ['none', 'control', 'noop', 'headers', 'sluice-1', 'sluice-2', 'quiet-1', 'krl-1', 'krl-2'],
   hono: ['none', 'control', 'noop', 'headers', 'sluice-1', 'sluice-2', 'quiet-1', 'hrl-1', 'hrl-2'],
-  fastify: ['none', 'control', 'noop', 'headers', 'sluice-1', 'sluice-2', 'quiet-1', 'frl-1', 'frl-2'],
+  fastify: ['none', 'control', 'noop', 'headers', 'sluice-1', 'sluice-2', 'quiet-1', 'legacy-1', 'frl-1', 'frl-2'],
 }
 
 /** How the reports name each variant. */
@@ -48,6 +49,7 @@ export const VARIANT_LABELS: Record<Variant, string> = {
   'sluice-1': 'sluice, 1 policy',
   'sluice-2': 'sluice, 2 policies',
   'quiet-1': 'sluice, 1 policy, headers: false',
+  'legacy-1': "sluice, 1 policy, headers: 'legacy' (X-RateLimit-*, as @fastify/rate-limit sends)",
   'erl-1': 'express-rate-limit, 1 window',
   'erl-2': 'express-rate-limit, 2 windows',
   'krl-1': 'koa-ratelimit (memory), 1 window',
@@ -78,8 +80,9 @@ export const CLIENTS = 1024
 export const CLIENT_HEADER = 'x-client-id'
 export const BODY = 'Hello, world!'
 
-/** `quiet-1` is `sluice-1` with `headers: false`: the decision's cost without the headers'. */
-export const headersFor = (variant: Variant) => (variant === 'quiet-1' ? false : undefined)
+/** `quiet-1` is `sluice-1` with `headers: false` (the decision's cost without the headers'), `legacy-1` with `headers: 'legacy'`. */
+export const headersFor = (variant: Variant) =>
+  variant === 'quiet-1' ? false : variant === 'legacy-1' ? ('legacy' as const) : undefined
 
 /** The policies a variant enforces: none, the first, or both. */
 export function limitsFor(variant: Variant): (typeof LIMITS)[number][] {
@@ -87,7 +90,8 @@ export function limitsFor(variant: Variant): (typeof LIMITS)[number][] {
 }
 
 /** Whether a variant is one of sluice's rows (its `rateLimit()` middleware). */
-export const isSluice = (variant: Variant) => variant === 'sluice-1' || variant === 'sluice-2' || variant === 'quiet-1'
+export const isSluice = (variant: Variant) =>
+  variant === 'sluice-1' || variant === 'sluice-2' || variant === 'quiet-1' || variant === 'legacy-1'
 
 /** The variant a server was started with (its first argument), checked against VARIANTS. */
 export function variantArg(framework: Framework): Variant {
