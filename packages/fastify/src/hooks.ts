@@ -16,6 +16,7 @@ import {
   createConcurrencyHandler,
   createRateLimitHandler,
   type DenyPlan,
+  lowerCaseName,
   onResponseDone,
   type RateLimitPlan,
   type ResponseBody,
@@ -82,9 +83,11 @@ type Fail = (error: unknown) => void
 function writeHeaders(reply: FastifyReply, headers: readonly HeaderEntry[]): void {
   if (reply.sent) return
   for (const { name, value, append } of headers) {
-    // reply.header replaces: a stacked limiter's list member goes after the one already there.
-    const before = append ? reply.getHeader(name) : undefined
-    reply.header(name, before === undefined ? value : `${String(before)}, ${value}`)
+    // reply.header lower-cases every name, and replaces: a stacked limiter's list member goes
+    // after the one already there. A name already in lower case is not copied again.
+    const key = lowerCaseName(name)
+    const before = append ? reply.getHeader(key) : undefined
+    reply.header(key, before === undefined ? value : `${String(before)}, ${value}`)
   }
 }
 
