@@ -15,7 +15,7 @@
 // COUNT is the row's figure. Requests come over keep-alive loopback connections, each with an
 // `x-client-id` from the same 1 024 as the timed benchmark.
 //
-//   pnpm bench:http-instructions   # env: BENCH_FRAMEWORKS=express,koa,hono BENCH_VARIANTS=sluice-1,…
+//   pnpm bench:http-instructions   # env: BENCH_FRAMEWORKS=express,koa,hono,fastify BENCH_VARIANTS=sluice-1,…
 //                                  #      BENCH_WARM=8000 BENCH_COUNT=3000 BENCH_JOBS=1
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { mkdir, readdir, readFile, rm } from 'node:fs/promises'

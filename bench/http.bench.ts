@@ -1,13 +1,14 @@
-// HTTP overhead of sluice: hello-world throughput of Express, Koa and Hono (node-server) with no
+// HTTP overhead of sluice: hello-world throughput of Express, Koa, Hono (node-server) and Fastify with no
 // limiter, with sluice (memory store, one and two policies) and with each framework's usual peer
-// under the same limits (express-rate-limit, koa-ratelimit's memory driver, hono-rate-limiter). Each server runs in its own process; on Linux the
+// under the same limits (express-rate-limit, koa-ratelimit's memory driver, hono-rate-limiter,
+// @fastify/rate-limit). Each server runs in its own process; on Linux the
 // servers are pinned to one CPU and this load generator to another. Runs are interleaved
 // (every target once per round, the order rotating) and summarised by medians.
 //
 // Rows `noop` and `headers` are references (see VARIANTS in ./http/config.ts).
 //
 //   pnpm bench:http     # env: BENCH_RUNS=6 BENCH_DURATION=2 BENCH_CONNECTIONS=32
-//                       #      BENCH_FRAMEWORKS=express,koa,hono BENCH_VARIANTS=none,sluice-1 (a subset)
+//                       #      BENCH_FRAMEWORKS=express,koa,hono,fastify BENCH_VARIANTS=none,sluice-1 (a subset)
 //                       #      BENCH_PIN=0 (no CPU pinning)
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { once } from 'node:events'

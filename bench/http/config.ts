@@ -1,6 +1,6 @@
 // What the HTTP benchmark compares, shared by the runner (bench/http.bench.ts) and the servers.
 
-export type Framework = 'express' | 'koa' | 'hono'
+export type Framework = 'express' | 'koa' | 'hono' | 'fastify'
 export type Variant =
   | 'none'
   | 'control'
@@ -10,17 +10,21 @@ export type Variant =
   | 'sluice-1'
   | 'sluice-2'
   | 'quiet-1'
+  | 'legacy-1'
   | 'erl-1'
   | 'erl-2'
   | 'krl-1'
   | 'krl-2'
   | 'hrl-1'
   | 'hrl-2'
+  | 'frl-1'
+  | 'frl-2'
 
 /**
  * The variants each framework runs; each framework also runs the peer its users would pick:
  * express-rate-limit (`erl`) on Express, koa-ratelimit's memory driver (`krl`) on Koa,
- * hono-rate-limiter (`hrl`) on Hono, one instance per policy as none takes several windows. `control`, `noop`
+ * hono-rate-limiter (`hrl`) on Hono, @fastify/rate-limit (`frl`) on Fastify, one instance per
+ * policy as none takes several windows. `control`, `noop`
  * and `headers` are references, not limiters. `control` is `none` again in another process: what
  * it reads is the measurement's own error. `noop` and `headers` are what the framework charges for
  * one middleware that does nothing, and for one that only sets two constant headers shaped like
@@ -32,6 +36,7 @@ export const VARIANTS: Record<Framework, readonly Variant[]> = {
   express: ['none', 'control', 'noop', 'headers', 'headers-prop', 'sluice-1', 'sluice-2', 'quiet-1', 'erl-1', 'erl-2'],
   koa: ['none', 'control', 'noop', 'headers', 'sluice-1', 'sluice-2', 'quiet-1', 'krl-1', 'krl-2'],
   hono: ['none', 'control', 'noop', 'headers', 'sluice-1', 'sluice-2', 'quiet-1', 'hrl-1', 'hrl-2'],
+  fastify: ['none', 'control', 'noop', 'headers', 'sluice-1', 'sluice-2', 'quiet-1', 'legacy-1', 'frl-1', 'frl-2'],
 }
 
 /** How the reports name each variant. */
@@ -44,12 +49,15 @@ export const VARIANT_LABELS: Record<Variant, string> = {
   'sluice-1': 'sluice, 1 policy',
   'sluice-2': 'sluice, 2 policies',
   'quiet-1': 'sluice, 1 policy, headers: false',
+  'legacy-1': "sluice, 1 policy, headers: 'legacy' (X-RateLimit-*, as @fastify/rate-limit sends)",
   'erl-1': 'express-rate-limit, 1 window',
   'erl-2': 'express-rate-limit, 2 windows',
   'krl-1': 'koa-ratelimit (memory), 1 window',
   'krl-2': 'koa-ratelimit (memory), 2 windows',
   'hrl-1': 'hono-rate-limiter, 1 window',
   'hrl-2': 'hono-rate-limiter, 2 windows',
+  'frl-1': '@fastify/rate-limit, 1 window',
+  'frl-2': '@fastify/rate-limit, 2 windows',
 }
 
 /** What the `headers` reference middleware sets: sluice's draft-11 pair for one policy, as constants. */
@@ -72,8 +80,9 @@ export const CLIENTS = 1024
 export const CLIENT_HEADER = 'x-client-id'
 export const BODY = 'Hello, world!'
 
-/** `quiet-1` is `sluice-1` with `headers: false`: the decision's cost without the headers'. */
-export const headersFor = (variant: Variant) => (variant === 'quiet-1' ? false : undefined)
+/** `quiet-1` is `sluice-1` with `headers: false` (the decision's cost without the headers'), `legacy-1` with `headers: 'legacy'`. */
+export const headersFor = (variant: Variant) =>
+  variant === 'quiet-1' ? false : variant === 'legacy-1' ? ('legacy' as const) : undefined
 
 /** The policies a variant enforces: none, the first, or both. */
 export function limitsFor(variant: Variant): (typeof LIMITS)[number][] {
@@ -81,7 +90,8 @@ export function limitsFor(variant: Variant): (typeof LIMITS)[number][] {
 }
 
 /** Whether a variant is one of sluice's rows (its `rateLimit()` middleware). */
-export const isSluice = (variant: Variant) => variant === 'sluice-1' || variant === 'sluice-2' || variant === 'quiet-1'
+export const isSluice = (variant: Variant) =>
+  variant === 'sluice-1' || variant === 'sluice-2' || variant === 'quiet-1' || variant === 'legacy-1'
 
 /** The variant a server was started with (its first argument), checked against VARIANTS. */
 export function variantArg(framework: Framework): Variant {

@@ -979,27 +979,31 @@ const cases: Case[] = [
   },
 ]
 
-describe.each(harnesses.filter((h) => h.name !== 'hono'))('@sluice/$name on a response already started', (h) => {
-  it('decides and counts, leaves out the headers it can no longer send, and never runs the handler when denied', async () => {
-    const { store } = clocked()
-    const spec = {
-      startResponse: true,
-      use: [h.rateLimit({ limits: '1/min', store }), h.concurrencyLimit({ limit: 1 })],
-      routes: [{ path: '/', handler: 'text' as const }],
-    }
-    await withApp(h, spec, async (app) => {
-      const admitted = await app.get('/')
-      expect(admitted.status).toBe(200)
-      expect(admitted.text).toBe('handled')
-      expect(admitted.headers.ratelimit).toBeUndefined()
-      const denied = await app.get('/')
-      expect(denied.status).toBe(200)
-      expect(denied.headers['retry-after']).toBeUndefined()
-      expect(JSON.parse(denied.text)).toMatchObject({ type: QUOTA_EXCEEDED, status: 429 })
-      expect(app.handled).toBe(1)
+// Hono cannot start a response before its handler; a Fastify hook that did would break the reply Fastify sends.
+describe.each(harnesses.filter((h) => h.name !== 'hono' && h.name !== 'fastify'))(
+  '@sluice/$name on a response already started',
+  (h) => {
+    it('decides and counts, leaves out the headers it can no longer send, and never runs the handler when denied', async () => {
+      const { store } = clocked()
+      const spec = {
+        startResponse: true,
+        use: [h.rateLimit({ limits: '1/min', store }), h.concurrencyLimit({ limit: 1 })],
+        routes: [{ path: '/', handler: 'text' as const }],
+      }
+      await withApp(h, spec, async (app) => {
+        const admitted = await app.get('/')
+        expect(admitted.status).toBe(200)
+        expect(admitted.text).toBe('handled')
+        expect(admitted.headers.ratelimit).toBeUndefined()
+        const denied = await app.get('/')
+        expect(denied.status).toBe(200)
+        expect(denied.headers['retry-after']).toBeUndefined()
+        expect(JSON.parse(denied.text)).toMatchObject({ type: QUOTA_EXCEEDED, status: 429 })
+        expect(app.handled).toBe(1)
+      })
     })
-  })
-})
+  },
+)
 
 describe.each(harnesses.filter((h) => h.name !== 'hono'))('@sluice/$name with a client that goes away', (h) => {
   const never = new Promise<void>(() => {})

@@ -1,11 +1,13 @@
-// admissionControl() on Express, Koa and Hono over real HTTP: the same cases against each adapter.
+// admissionControl() on Express, Koa, Hono and Fastify over real HTTP: the same cases against each adapter.
 import { createServer, type Server } from 'node:http'
 import { createAdaptorServer } from '@hono/node-server'
 import { THROTTLING_MODE } from '@sluice/core'
 import * as sluiceExpress from '@sluice/express'
+import * as sluiceFastify from '@sluice/fastify'
 import * as sluiceHono from '@sluice/hono'
 import * as sluiceKoa from '@sluice/koa'
 import express from 'express'
+import Fastify from 'fastify'
 import { Hono } from 'hono'
 import Koa from 'koa'
 import request from 'supertest'
@@ -35,7 +37,10 @@ type Build = (options: Neutral) => Server
 
 const token = (value: string | undefined) => (value ?? '').replace(/^Bearer /, '')
 
-const builds: Record<'express' | 'koa' | 'hono', Build> = {
+/** Servers whose app is still loading its plugins (Fastify): requests wait for it. */
+const loading = new WeakMap<Server, PromiseLike<unknown>>()
+
+const builds: Record<'express' | 'koa' | 'hono' | 'fastify', Build> = {
   express(options) {
     const app = express()
     app.use(
@@ -88,6 +93,23 @@ const builds: Record<'express' | 'koa' | 'hono', Build> = {
     app.get('/', (c) => c.json({ admission: c.get('admission') }))
     return createAdaptorServer({ fetch: app.fetch }) as Server
   },
+  fastify(options) {
+    const app = Fastify()
+    void app.register(sluiceFastify.admissionControl, {
+      maxActive: options.maxActive,
+      now: options.now,
+      window: options.window,
+      slots: options.slots,
+      ...(options.byToken && { key: (request) => token(request.headers.authorization) }),
+      ...(options.custom && { onThrottled: (_request, reply) => reply.code(503).send({ custom: true }) }),
+    })
+    // Declared in a plugin registered after it, so the route is declared once admissionControl has loaded.
+    void app.register(async (routes) => {
+      routes.get('/', async (request) => ({ admission: request.admission }))
+    })
+    loading.set(app.server, app.ready())
+    return app.server
+  },
 }
 
 const servers: Server[] = []
@@ -100,6 +122,7 @@ function start(build: Build, options: Omit<Neutral, 'now'>) {
   const server = build({ ...options, now: () => clock.now })
   servers.push(server)
   const get = async (user?: string): Promise<Reply> => {
+    await loading.get(server)
     const res = await request(server)
       .get('/')
       .set(user === undefined ? {} : { authorization: `Bearer ${user}` })

@@ -1,5 +1,5 @@
-// One description of an app, built three times: with @sluice/express, @sluice/koa and
-// @sluice/hono. Cases in adapters.test.ts only speak this neutral language, so every case runs
+// One description of an app, built four times: with @sluice/express, @sluice/koa, @sluice/hono
+// and @sluice/fastify. Cases in adapters.test.ts only speak this neutral language, so every case runs
 // unchanged against every adapter, over real HTTP.
 import { createServer, get, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -9,9 +9,11 @@ import Router from '@koa/router'
 import type { AdaptiveLimiter, Decision, Limiter } from '@sluice/core'
 import type { ConcurrencyInfo, OverloadInfo } from '@sluice/core/adapter'
 import * as sluiceExpress from '@sluice/express'
+import * as sluiceFastify from '@sluice/fastify'
 import * as sluiceHono from '@sluice/hono'
 import * as sluiceKoa from '@sluice/koa'
 import express, { type ErrorRequestHandler, type RequestHandler } from 'express'
+import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify'
 import { Hono, type Context as HonoContext, type MiddlewareHandler } from 'hono'
 import Koa, { type Context as KoaContext, type Middleware as KoaMiddleware } from 'koa'
 import request from 'supertest'
@@ -122,10 +124,11 @@ export interface App {
 }
 
 export interface Harness {
-  readonly name: 'express' | 'koa' | 'hono'
+  readonly name: 'express' | 'koa' | 'hono' | 'fastify'
   rateLimit(options: RateOptions): Mw
   concurrencyLimit(options: ConcurrencyOptions): Mw
-  adaptiveConcurrency(options: AdaptiveOptions): Mw & { readonly limiter: AdaptiveLimiter }
+  /** Undefined on a framework whose package has no adaptiveConcurrency yet (Fastify). */
+  adaptiveConcurrency?(options: AdaptiveOptions): Mw & { readonly limiter: AdaptiveLimiter }
   app(spec: AppSpec): Promise<App>
 }
 
@@ -469,4 +472,103 @@ export const honoHarness: Harness = {
   },
 }
 
-export const harnesses: readonly Harness[] = [expressHarness, koaHarness, honoHarness]
+const fastifyReq = (request: FastifyRequest, reply: FastifyReply): Req => ({
+  header: (n) => request.headers[n.toLowerCase()] as string | undefined,
+  status: () => reply.statusCode,
+  local: (n) => (request as unknown as Record<string, unknown>)[n],
+})
+type FastifyArgs = [FastifyRequest, FastifyReply]
+const fastifyCustom = ([, reply]: FastifyArgs, out: Custom) =>
+  out.silent ? undefined : reply.code(out.status ?? reply.statusCode).send(out.body)
+
+/**
+ * A Fastify middleware: its options (for the plugin) and a hook built from them (checked at once,
+ * as the others' middleware are). The first rate limit and the first concurrency limit of an app's
+ * `use` are registered as plugins, on every route; the rest, and a route's own, are hooks.
+ */
+interface FastifyMw {
+  kind: 'rateLimit' | 'concurrencyLimit'
+  options: object
+  hook: () => sluiceFastify.RequestHook
+}
+
+/** Checking options builds a limiter: one the plugin's store must not count as a second user of its policies. */
+function quietShared(validate: unknown): unknown {
+  if (validate === undefined || validate === true) return { SLUICE_SHARED_POLICY: false }
+  return validate !== null && typeof validate === 'object' ? { ...validate, SLUICE_SHARED_POLICY: false } : validate
+}
+
+function fastifyMw(kind: FastifyMw['kind'], options: Record<string, unknown>): Mw {
+  let hook: sluiceFastify.RequestHook | undefined
+  if (kind === 'rateLimit') {
+    sluiceFastify.rateLimitHook({
+      ...options,
+      validate: quietShared(options.validate),
+    } as sluiceFastify.RateLimitOptions)
+  }
+  const build = () =>
+    kind === 'rateLimit'
+      ? sluiceFastify.rateLimitHook(options as sluiceFastify.RateLimitOptions)
+      : sluiceFastify.concurrencyLimitHook(options as unknown as sluiceFastify.ConcurrencyLimitOptions)
+  if (kind === 'concurrencyLimit') hook = build()
+  return mw({ kind, options, hook: () => (hook ??= build()) } satisfies FastifyMw)
+}
+
+export const fastifyHarness: Harness = {
+  name: 'fastify',
+  rateLimit: (options) =>
+    fastifyMw('rateLimit', convert<RateOptions, Decision, FastifyArgs, unknown>(options, fastifyReq, fastifyCustom)),
+  concurrencyLimit: (options) =>
+    fastifyMw(
+      'concurrencyLimit',
+      convert<ConcurrencyOptions, ConcurrencyInfo, FastifyArgs, unknown>(options, fastifyReq, fastifyCustom),
+    ),
+  async app(spec) {
+    const counter = { handled: 0 }
+    // trustProxy: true trusts one hop, the loopback peer; Fastify 5.12 ignores a bare hop count.
+    const trustProxy = spec.trustProxy === 'all' ? true : spec.trustProxy ? '127.0.0.1' : false
+    const app = Fastify({ trustProxy })
+    app.setErrorHandler((error: Error, _request, reply) => {
+      reply.code(500).send({ error: error.name, message: error.message })
+    })
+    if (probesTicks(spec)) app.addHook('onRequest', (request, _reply, done) => done(void markFirstTick(request)))
+    if (spec.noAddress) {
+      app.addHook('onRequest', (request, _reply, done) =>
+        done(void Object.defineProperty(request, 'ip', { value: undefined })),
+      )
+    }
+    const plugins = new Set<FastifyMw['kind']>()
+    for (const m of (spec.use ?? []) as unknown as FastifyMw[]) {
+      if (plugins.has(m.kind)) app.addHook('onRequest', m.hook())
+      else {
+        plugins.add(m.kind)
+        const plugin = m.kind === 'rateLimit' ? sluiceFastify.rateLimit : sluiceFastify.concurrencyLimit
+        await app.register(plugin as never, m.options)
+      }
+    }
+    for (const route of spec.routes) {
+      const handler = route.handler ?? 'ok'
+      const onRequest = ((route.use ?? []) as unknown as FastifyMw[]).map((m) => m.hook())
+      app.get(route.path, { onRequest }, async (request, reply) => {
+        counter.handled++
+        const bag = request as unknown as Record<string, unknown>
+        if (handler === 'ok') return { rateLimit: request.rateLimit ?? null }
+        if (handler === 'tick') return { sameTick: inFirstTick.has(request) }
+        if (handler === 'throw') throw new Error('handler failed')
+        if (handler === 'text') return 'handled'
+        if ('status' in handler) return reply.code(handler.status).send({ status: handler.status })
+        if ('spend' in handler) {
+          bag.unitsUsed = handler.spend
+          return { spent: handler.spend }
+        }
+        if ('properties' in handler)
+          return Object.fromEntries(handler.properties.map((name) => [name, bag[name] ?? null]))
+        return reply.type('text/plain').send(Readable.from(streamed(handler.stream, handler.entered)))
+      })
+    }
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    return client(app.server, counter)
+  },
+}
+
+export const harnesses: readonly Harness[] = [expressHarness, koaHarness, honoHarness, fastifyHarness]

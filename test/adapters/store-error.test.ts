@@ -1,5 +1,5 @@
 // onStoreError: 'deny' answers "the store is unavailable" (503), and observe reports what the
-// middleware decided: the same cases against Express, Koa and Hono over real HTTP.
+// middleware decided: the same cases against every adapter of the harness over real HTTP.
 import { ConfigError, createLimiter, MemoryStore, type ObserveEvent, STORE_UNAVAILABLE } from '@sluice/core'
 import type { Store } from '@sluice/core/store'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'

@@ -29,7 +29,7 @@ const published = readdirSync(join(root, 'packages'))
   .filter(({ manifest }) => !manifest.private)
 
 /** The consumer app's own dependencies, at the versions the workspace has (so the store has them). */
-const THIRD_PARTY = ['express', 'koa', 'hono', 'ioredis', '@types/express', '@types/koa', '@types/node']
+const THIRD_PARTY = ['express', 'koa', 'hono', 'fastify', 'ioredis', '@types/express', '@types/koa', '@types/node']
 const versionOf = (name: string) => readJson(join(root, 'node_modules', name, 'package.json')).version as string
 
 /** Every string target in an exports map, with the conditions that lead to it. */
@@ -162,6 +162,7 @@ describe('a consumer project installed from the tarballs', { timeout: 180_000 },
     cloudflare: { allowed: true, objectClass: 'function' },
     express: { statuses: [200, 429], header, remaining: 0 },
     koa: { statuses: [200, 429], header, remaining: 0 },
+    fastify: { statuses: [200, 429], header, remaining: 0 },
     hono: { statuses: [200, 429], header, remaining: 0 },
   })
   const node = async (args: string[]) => JSON.parse((await run(process.execPath, args, { cwd: app() })).stdout)

@@ -49,6 +49,28 @@ export const FOREIGN_OPTION_HINTS: Readonly<Record<string, OptionHint>> = {
     'RedisStore answers a denied key in the process until its retryAfter (its deniedCache, on by default), so remove it',
   inMemoryBlockDuration:
     'RedisStore answers a denied key in the process until its retryAfter (its deniedCache, on by default), so remove it',
+  // @fastify/rate-limit
+  timeWindow: "set the window in limits, e.g. limits: ['100/1min']",
+  groupId:
+    "routes that share one count name one namespace: config: { rateLimit: { limits: ['5/min'], namespace: 'auth' } }",
+  errorResponseBuilder: "use message for the body, or onLimited (throw from it to reach Fastify's error handler)",
+  nameSpace: 'use prefix on a RedisStore (or namespace on the limiter)',
+  skipOnError: (value) =>
+    value === true ? "use onStoreError: 'allow'" : "use onStoreError: 'deny' (the default is 'allow')",
+  addHeaders: "use headers: 'draft-11' (the default) | 'draft-7' | 'draft-6' | 'legacy' | false",
+  addHeadersOnExceeding: "use headers: 'draft-11' (the default) | 'draft-7' | 'draft-6' | 'legacy' | false",
+  enableDraftSpec:
+    "use headers: 'draft-6' for RateLimit-Limit/-Remaining/-Reset (the default, 'draft-11', sends RateLimit and RateLimit-Policy)",
+  continueExceeding:
+    "to keep out a client that goes on past its limit, use blockFor in a policy, e.g. limits: [{ limit: 5, window: '1m', blockFor: '15m' }]",
+  exponentialBackoff:
+    "to keep out a client that goes on past its limit, use blockFor in a policy, e.g. limits: [{ limit: 5, window: '1m', blockFor: '15m' }]",
+  ban: 'use blockFor in a policy, and statusCode: 403 if a blocked client should get 403',
+  onExceeding: 'use observe, which sees every decision',
+  onExceeded: 'use onLimited (or observe, which sees every decision)',
+  onBanReach: 'use onLimited (or observe, which sees every decision)',
+  cache: 'use store: new MemoryStore({ maxKeys })',
+  redis: 'use store: new RedisStore({ client }) from @sluice/redis',
 }
 
 /** The same for the options of one policy, as other limiters name them. */
