@@ -115,7 +115,7 @@ export interface App {
 }
 
 export interface Harness {
-  readonly name: 'express' | 'koa' | 'hono'
+  readonly name: 'express' | 'koa' | 'hono' | 'nest-express' | 'nest-fastify'
   rateLimit(options: RateOptions): Mw
   concurrencyLimit(options: ConcurrencyOptions): Mw
   app(spec: AppSpec): Promise<App>
@@ -123,7 +123,7 @@ export interface Harness {
 
 const mw = (value: unknown): Mw => value as Mw
 
-function convert<O extends Neutral<object, I>, I, Args extends unknown[], R>(
+export function convert<O extends Neutral<object, I>, I, Args extends unknown[], R>(
   options: O,
   reqOf: (...args: Args) => Req,
   custom: (args: Args, out: Custom) => R,
@@ -165,7 +165,7 @@ async function listen(server: Server): Promise<Server> {
   return server
 }
 
-function client(server: Server, counter: { handled: number }): App {
+export function client(server: Server, counter: { handled: number }): App {
   const { port } = server.address() as AddressInfo
   return {
     async get(path, headers = {}) {
@@ -209,7 +209,7 @@ function client(server: Server, counter: { handled: number }): App {
   }
 }
 
-const streamed = async function* (gate: Promise<void>, entered?: () => void) {
+export const streamed = async function* (gate: Promise<void>, entered?: () => void) {
   yield 'a'
   entered?.()
   await gate
