@@ -142,7 +142,7 @@ async function nestApp(platform: Platform, spec: AppSpec): Promise<App> {
     if (spec.trustProxy) instance.set('trust proxy', spec.trustProxy === 'all' ? true : 1)
     if (spec.noAddress)
       instance.use((req, _res, next) => next(void Object.defineProperty(req, 'ip', { value: undefined })))
-    app = await NestFactory.create(AppModule, new ExpressAdapter(instance), { logger: false })
+    app = await NestFactory.create(AppModule, new ExpressAdapter(instance), { logger: false, abortOnError: false })
   } else {
     // Fastify 5 refuses a hop count (it cannot check the peer): one trusted proxy is its address.
     const adapter = new FastifyAdapter(
@@ -153,7 +153,7 @@ async function nestApp(platform: Platform, spec: AppSpec): Promise<App> {
         Object.defineProperty(request, 'ip', { value: undefined })
       })
     }
-    app = await NestFactory.create(AppModule, adapter, { logger: false })
+    app = await NestFactory.create(AppModule, adapter, { logger: false, abortOnError: false })
   }
   app.useGlobalFilters(new ErrorsAsJson(app.getHttpAdapter()))
   await app.listen(0, '127.0.0.1')
