@@ -2,6 +2,31 @@ import type { ExecutionContext } from '@nestjs/common'
 import type { HeaderEntry } from '@sluice/core/adapter'
 import { type Adapter, lowerCaseName } from '@sluice/core/adapter'
 
+/**
+ * How handlers without an HTTP response went, for the rate limit's refunds: the guard leaves a
+ * settle function under the call's arguments (the one array Nest hands the guard and the
+ * interceptors of a call), `RateLimitInterceptor` calls it with the handler's status.
+ */
+export const handlerOutcome = {
+  settles: new WeakMap<object, (completed: boolean) => void>(),
+  statuses: new WeakMap<object, number>(),
+  /** Called by the guard: settle this call once the interceptor knows how it went. */
+  await(context: ExecutionContext, settle: (completed: boolean) => void): void {
+    this.settles.set(context.getArgs(), settle)
+  },
+  /** Called by the interceptor: what to call with the handler's status, if the guard left anything. */
+  pending(context: ExecutionContext): ((status: number) => void) | undefined {
+    const args = context.getArgs()
+    const settle = this.settles.get(args)
+    if (settle === undefined) return undefined
+    this.settles.delete(args)
+    return (status) => {
+      this.statuses.set(args, status)
+      settle(true)
+    }
+  },
+}
+
 /** What the key, cost and skip functions receive: Nest's context of the request (HTTP, GraphQL, WebSocket, RPC). */
 export type Args = [context: ExecutionContext]
 
@@ -88,6 +113,7 @@ export const adapter: Adapter<Args> = {
     return context.getType() === 'ws' ? socketAddress(context.getArgByIndex(0)) : undefined
   },
   status: (context) => {
+    if (context.getType() !== 'http') return handlerOutcome.statuses.get(context.getArgs()) ?? 200
     const response = httpOf(context)?.response
     return response ? nodeResponseOf(response).statusCode : 200
   },

@@ -2,7 +2,7 @@ import { type CanActivate, type ExecutionContext, Inject, Injectable } from '@ne
 import type { Decision } from '@sluice/core'
 import type { HeaderEntry, RateLimitPlan } from '@sluice/core/adapter'
 import { isThenable, onResponseDone } from '@sluice/core/adapter'
-import { httpOf, nodeResponseOf, writeHeaders } from './context.js'
+import { handlerOutcome, httpOf, nodeResponseOf, writeHeaders } from './context.js'
 import { RateLimitException } from './exception.js'
 import { RateLimits } from './rate-limits.js'
 
@@ -33,8 +33,12 @@ function apply(context: ExecutionContext, property: string, plan: RateLimitPlan<
   if (http) (http.request as unknown as Record<string, Decision>)[property] = plan.decision
   if (plan.kind === 'continue') {
     writeHeaders(http?.response, plan.headers)
-    // The response's end tells how it went, whatever an exception filter made of a failed handler.
-    if (plan.settle && http?.response) onResponseDone(nodeResponseOf(http.response), plan.settle)
+    if (plan.settle) {
+      // On HTTP the response's end tells how it went, whatever an exception filter made of a
+      // failed handler; elsewhere RateLimitInterceptor tells.
+      if (context.getType() === 'http' && http?.response) onResponseDone(nodeResponseOf(http.response), plan.settle)
+      else handlerOutcome.await(context, plan.settle)
+    }
     return true
   }
   const body = plan.response as { contentType: string; text: string }
