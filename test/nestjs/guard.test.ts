@@ -418,3 +418,40 @@ describe('@sluice/nestjs bad input: a ConfigError when the app starts, never per
     await expect(start(HelperModule, 'express')).rejects.toThrow(/got "Helper.helper"$/)
   })
 })
+
+describe('@sluice/nestjs module defaults without limits', () => {
+  it('limit nothing on their own, serve the decorators, and are checked when the app starts', async () => {
+    @Controller()
+    class Api {
+      @Get('open')
+      open() {
+        return 'ok'
+      }
+      @RateLimit({ limits: '1/min' })
+      @Get('limited')
+      limited() {
+        return 'ok'
+      }
+    }
+    @Module({
+      imports: [SluiceModule.forRoot({ headers: 'draft-7', statusCode: 503 })],
+      controllers: [Api],
+      providers: [{ provide: APP_GUARD, useClass: RateLimitGuard }],
+    })
+    class AppModule {}
+    const app = await start(AppModule, 'express')
+    try {
+      expect(await statuses(app, '/open', 3)).toEqual([200, 200, 200])
+      const admitted = await get(app, '/limited')
+      expect(admitted.headers.ratelimit).toMatch(/^limit=1, remaining=0, reset=\d+$/)
+      expect((await get(app, '/limited')).status).toBe(503)
+    } finally {
+      await app.close()
+    }
+    @Module({ imports: [SluiceModule.forRoot({ statusCod: 503 } as never)], controllers: [Api] })
+    class Misspelt {}
+    await expect(start(Misspelt, 'express')).rejects.toThrow(
+      /^statusCod is not an option of rateLimit\(\): did you mean statusCode\?/,
+    )
+  })
+})

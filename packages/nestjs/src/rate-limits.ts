@@ -131,9 +131,11 @@ export class RateLimits implements OnModuleInit {
   /** The handler of the most specific level, over the limiter of the nearest level that declares one. */
   #build(levels: Level[]): Handler | undefined {
     const last = levels.at(-1) as Level
+    // The module's options alone may set defaults (store, message, …) for the decorators' limits.
+    const defaultsOnly = levels.length === 1 && last.options.limits === undefined && last.options.limiter === undefined
     try {
-      const limiter = this.#limiterFor(levels)
-      if (limiter === undefined) {
+      const limiter = defaultsOnly ? undefined : this.#limiterFor(levels)
+      if (limiter === undefined && !defaultsOnly) {
         if (levels.length > 1) this.#limiterOptions(levels, levels.length - 1)
         return undefined
       }
@@ -143,7 +145,9 @@ export class RateLimits implements OnModuleInit {
           if (value !== undefined && !(LIMITER_FIELDS as readonly string[]).includes(name)) options[name] = value
         }
       }
-      return createRateLimitHandler<Args, never>({ ...options, limiter }, adapter)
+      // Defaults without limits limit nothing, but are checked now all the same, on a stand-in limiter.
+      const handler = createRateLimitHandler<Args, never>({ ...options, limiter: limiter ?? standIn() }, adapter)
+      return defaultsOnly ? undefined : handler
     } catch (error) {
       throw located(error, last.where)
     }
@@ -214,6 +218,10 @@ function located(error: unknown, where: string | undefined): unknown {
     error.message = `${where}: ${error.message}`
   }
   return error
+}
+
+function standIn(): Limiter {
+  return createLimiter({ limits: '1/s', store: new MemoryStore() })
 }
 
 function isClass(value: Fn): boolean {
