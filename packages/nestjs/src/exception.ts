@@ -19,6 +19,9 @@ export class RateLimitException extends HttpException {
     readonly headers: Readonly<Record<string, string>>,
   ) {
     super(body, status)
+    // Nest names an exception built from an object by its class; the problem's detail says more (logs, GraphQL errors).
+    const detail = (body as { detail?: unknown }).detail
+    if (typeof detail === 'string') this.message = detail
   }
   /** Seconds until a retry can pass: the `Retry-After` value. */
   get retryAfter(): number {
