@@ -19,6 +19,7 @@ import {
   CLIENTS,
   type Framework,
   LIMITS,
+  loaderFor,
   VARIANT_LABELS,
   VARIANTS,
   type Variant,
@@ -64,7 +65,7 @@ if (pinned) spawnSync('taskset', ['-a', '-cp', '0', String(process.pid)], { stdi
 
 function startServer(framework: Framework, variant: Variant): Promise<Target> {
   const script = fileURLToPath(new URL(`./http/${framework}.ts`, import.meta.url))
-  const node = [process.execPath, '--import', 'tsx', '--conditions=source', script, variant]
+  const node = [process.execPath, '--import', loaderFor(framework), '--conditions=source', script, variant]
   const [command, ...args] = pinned ? ['taskset', '-c', '1', ...node] : node
   const child = spawn(command!, args, {
     env: { ...process.env, NODE_ENV: 'production' },

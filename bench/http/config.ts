@@ -1,6 +1,6 @@
 // What the HTTP benchmark compares, shared by the runner (bench/http.bench.ts) and the servers.
 
-export type Framework = 'express' | 'koa' | 'hono'
+export type Framework = 'express' | 'koa' | 'hono' | 'nest-express' | 'nest-fastify'
 export type Variant =
   | 'none'
   | 'control'
@@ -16,6 +16,8 @@ export type Variant =
   | 'krl-2'
   | 'hrl-1'
   | 'hrl-2'
+  | 'ntl-1'
+  | 'ntl-2'
 
 /**
  * The variants each framework runs; each framework also runs the peer its users would pick:
@@ -32,6 +34,10 @@ export const VARIANTS: Record<Framework, readonly Variant[]> = {
   express: ['none', 'control', 'noop', 'headers', 'headers-prop', 'sluice-1', 'sluice-2', 'quiet-1', 'erl-1', 'erl-2'],
   koa: ['none', 'control', 'noop', 'headers', 'sluice-1', 'sluice-2', 'quiet-1', 'krl-1', 'krl-2'],
   hono: ['none', 'control', 'noop', 'headers', 'sluice-1', 'sluice-2', 'quiet-1', 'hrl-1', 'hrl-2'],
+  // Nest's references are guards (a guard that returns true, one that also sets the 2 headers);
+  // the peer is @nestjs/throttler (`ntl`) with its in-memory storage, one throttler per policy.
+  'nest-express': ['none', 'control', 'noop', 'headers', 'sluice-1', 'sluice-2', 'quiet-1', 'ntl-1', 'ntl-2'],
+  'nest-fastify': ['none', 'control', 'noop', 'headers', 'sluice-1', 'sluice-2', 'quiet-1', 'ntl-1', 'ntl-2'],
 }
 
 /** How the reports name each variant. */
@@ -50,6 +56,8 @@ export const VARIANT_LABELS: Record<Variant, string> = {
   'krl-2': 'koa-ratelimit (memory), 2 windows',
   'hrl-1': 'hono-rate-limiter, 1 window',
   'hrl-2': 'hono-rate-limiter, 2 windows',
+  'ntl-1': '@nestjs/throttler, 1 throttler',
+  'ntl-2': '@nestjs/throttler, 2 throttlers',
 }
 
 /** What the `headers` reference middleware sets: sluice's draft-11 pair for one policy, as constants. */
@@ -98,3 +106,10 @@ export function listening(port: number): void {
   process.on('message', () => process.send?.(process.cpuUsage()))
   console.log(`listening ${port}`)
 }
+
+/**
+ * tsx's loader for a server. Nest's servers take its ESM hook only: with tsx's require hook,
+ * @nestjs/throttler (CommonJS) would get a second, transpiled copy of @nestjs/core (ESM only), whose
+ * Reflector Nest cannot inject into ThrottlerGuard; Node's own require() of ESM shares the one copy.
+ */
+export const loaderFor = (framework: Framework) => (framework.startsWith('nest-') ? 'tsx/esm' : 'tsx')
