@@ -389,6 +389,20 @@ describe('@sluice/nestjs bad input: a ConfigError when the app starts, never per
     )
   })
 
+  it('a decorator with a cost but no limits anywhere fails app.init(): it would limit nothing', async () => {
+    @Controller()
+    class Api {
+      @RateLimit({ cost: 2 })
+      @Get()
+      index() {
+        return 'ok'
+      }
+    }
+    @Module({ imports: [SluiceModule.forRoot()], controllers: [Api] })
+    class AppModule {}
+    await expect(start(AppModule, 'express')).rejects.toThrow(/^@RateLimit\(\) on Api.index: limits are required/)
+  })
+
   it('a decorator on a service, or on a controller method that is no handler, fails app.init()', async () => {
     @RateLimit({ limits: '1/s' })
     @Injectable()

@@ -135,10 +135,8 @@ export class RateLimits implements OnModuleInit {
     const defaultsOnly = levels.length === 1 && last.options.limits === undefined && last.options.limiter === undefined
     try {
       const limiter = defaultsOnly ? undefined : this.#limiterFor(levels)
-      if (limiter === undefined && !defaultsOnly) {
-        if (levels.length > 1) this.#limiterOptions(levels, levels.length - 1)
-        return undefined
-      }
+      // A decorator that sets only cost, key and the like, with no limits anywhere, would limit nothing.
+      if (limiter === undefined && !defaultsOnly) throw limitsRequired()
       const options: Record<string, unknown> = {}
       for (const { options: own } of levels) {
         for (const [name, value] of Object.entries(own)) {
@@ -162,18 +160,17 @@ export class RateLimits implements OnModuleInit {
     const declaring = levels[at] as Level
     const cached = this.#limiters.get(declaring.options)
     if (cached !== undefined) return cached
-    const limiter = this.#limiterOptions(levels, at)
-    if (limiter !== undefined) this.#limiters.set(declaring.options, limiter)
+    const limiter = this.#limiterAt(levels, at)
+    this.#limiters.set(declaring.options, limiter)
     return limiter
   }
 
   /**
    * The limiter of the level at `at`: its own prebuilt `limiter`, or one made from the limiter
    * options of every level up to it (the nearest `limits`, `store`, …), counting under its own
-   * namespace. Undefined when no level up to it has limits: a level that only sets `cost` or `key`
-   * limits nothing.
+   * namespace.
    */
-  #limiterOptions(levels: Level[], at: number): Limiter | undefined {
+  #limiterAt(levels: Level[], at: number): Limiter {
     const declaring = levels[at] as Level
     const prebuilt = declaring.options.limiter
     if (prebuilt !== undefined) {
@@ -191,13 +188,7 @@ export class RateLimits implements OnModuleInit {
         if (level.options[field] !== undefined) merged[field] = level.options[field]
       }
     }
-    if (merged.limits === undefined) {
-      throw new ConfigError(
-        'limits',
-        undefined,
-        "are required, e.g. limits: ['100/min', '2/s'] (or pass a prebuilt limiter)",
-      )
-    }
+    if (merged.limits === undefined) throw limitsRequired()
     delete merged.limiter
     merged.store ??= this.#store
     if (declaring.options.namespace === undefined && declaring.name !== undefined) {
@@ -218,6 +209,10 @@ function located(error: unknown, where: string | undefined): unknown {
     error.message = `${where}: ${error.message}`
   }
   return error
+}
+
+function limitsRequired(): ConfigError {
+  return new ConfigError('limits', undefined, "are required, e.g. limits: ['100/min', '2/s'] (or pass a prebuilt limiter)")
 }
 
 function standIn(): Limiter {
