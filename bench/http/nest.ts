@@ -1,7 +1,7 @@
 // NestJS hello world for the HTTP benchmark, on either platform (nest-express.ts, nest-fastify.ts).
 // No decorator syntax: Nest's decorators are called as functions, as the compiled code would.
 import type { AddressInfo } from 'node:net'
-import { type CanActivate, Controller, type ExecutionContext, Get, Module } from '@nestjs/common'
+import { type CanActivate, Controller, type ExecutionContext, Get, type INestApplication, Module } from '@nestjs/common'
 import { APP_GUARD, NestFactory } from '@nestjs/core'
 import { ExpressAdapter } from '@nestjs/platform-express'
 import { FastifyAdapter } from '@nestjs/platform-fastify'
@@ -18,7 +18,7 @@ import {
   variantArg,
 } from './config.js'
 
-type Platform = 'express' | 'fastify'
+export type Platform = 'express' | 'fastify'
 
 const clientOf = (context: ExecutionContext) =>
   context.switchToHttp().getRequest<{ headers: Record<string, string> }>().headers[CLIENT_HEADER] ?? ''
@@ -42,8 +42,8 @@ class HeadersGuard implements CanActivate {
   }
 }
 
-export async function serve(platform: Platform): Promise<void> {
-  const variant = variantArg(platform === 'express' ? 'nest-express' : 'nest-fastify')
+/** The hello-world app of one variant on one platform, initialised but not listening. */
+export async function createApp(platform: Platform, variant: Variant): Promise<INestApplication> {
   const limits = limitsFor(variant)
 
   class HelloController {
@@ -77,6 +77,12 @@ export async function serve(platform: Platform): Promise<void> {
 
   const adapter = platform === 'express' ? new ExpressAdapter() : new FastifyAdapter()
   const app = await NestFactory.create(AppModule, adapter, { logger: false, abortOnError: false })
+  await app.init()
+  return app
+}
+
+export async function serve(platform: Platform): Promise<void> {
+  const app = await createApp(platform, variantArg(platform === 'express' ? 'nest-express' : 'nest-fastify'))
   await app.listen(0, '127.0.0.1')
   listening((app.getHttpServer().address() as AddressInfo).port)
 }

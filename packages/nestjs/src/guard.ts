@@ -9,8 +9,8 @@ import { RateLimits } from './rate-limits.js'
 /**
  * Rate limits what it guards: globally (`{ provide: APP_GUARD, useClass: RateLimitGuard }`) or
  * per controller (`@UseGuards(RateLimitGuard)`), with the limits of `SluiceModule.forRoot()` and
- * of `@RateLimit()`. Admits synchronously when the store answers at once (memory), so a request
- * takes no promise hop; refuses by throwing a `RateLimitException`.
+ * of `@RateLimit()`. Answers synchronously when the store does (memory), making no promise of its
+ * own; refuses by throwing a `RateLimitException`.
  */
 export class RateLimitGuard implements CanActivate {
   constructor(private readonly limits: RateLimits) {}

@@ -212,7 +212,11 @@ function located(error: unknown, where: string | undefined): unknown {
 }
 
 function limitsRequired(): ConfigError {
-  return new ConfigError('limits', undefined, "are required, e.g. limits: ['100/min', '2/s'] (or pass a prebuilt limiter)")
+  return new ConfigError(
+    'limits',
+    undefined,
+    "are required, e.g. limits: ['100/min', '2/s'] (or pass a prebuilt limiter)",
+  )
 }
 
 function standIn(): Limiter {
