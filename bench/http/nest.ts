@@ -15,6 +15,7 @@ import {
   isSluice,
   limitsFor,
   listening,
+  type Variant,
   variantArg,
 } from './config.js'
 
