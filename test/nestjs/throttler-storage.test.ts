@@ -15,6 +15,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type RedisServer, startRedisServer, uniquePrefix } from '../support/redis.js'
 import { get, platforms, start, statuses } from './app.js'
 
+/** A flood is 1 000 requests through a whole Nest app: seconds on a quiet machine, more on a loaded one. */
+const FLOOD_MS = 90_000
+
 @Controller()
 class Api {
   @Get()
@@ -96,7 +99,9 @@ describe('SluiceThrottlerStorage on Redis: the flood of nestjs/throttler#1303', 
   ]
   for (const platform of platforms) {
     for (const [name, make] of stores) {
-      it(`${platform}, ${name}: 1 000 concurrent requests against a limit of 10 admit exactly 10`, async () => {
+      it(`${platform}, ${name}: 1 000 concurrent requests against a limit of 10 admit exactly 10`, {
+        timeout: FLOOD_MS,
+      }, async () => {
         const store = make()
         const app = await start(throttled(new SluiceThrottlerStorage(store)), platform)
         try {
@@ -111,7 +116,9 @@ describe('SluiceThrottlerStorage on Redis: the flood of nestjs/throttler#1303', 
     }
   }
 
-  it('the same flood through a storage that reads, then writes, gets past the limit: the test can tell', async () => {
+  it('the same flood through a storage that reads, then writes, gets past the limit: the test can tell', {
+    timeout: FLOOD_MS,
+  }, async () => {
     await client.flushdb()
     const app = await start(throttled(new ReadThenWrite(client)), 'express')
     try {
@@ -169,7 +176,9 @@ describe('RateLimitGuard on Redis: the same flood', () => {
       ['RedisStore', () => new RedisStore({ client, prefix: uniquePrefix('guard-redis') })],
       ['SyncedStore', () => new SyncedStore({ client, prefix: uniquePrefix('guard-synced'), lease: false })],
     ] as const) {
-      it(`${platform}, ${name}: 1 000 concurrent requests against a limit of 10 admit exactly 10`, async () => {
+      it(`${platform}, ${name}: 1 000 concurrent requests against a limit of 10 admit exactly 10`, {
+        timeout: FLOOD_MS,
+      }, async () => {
         const store = make()
         @Module({
           imports: [SluiceModule.forRoot({ limits: '10/min', store })],
