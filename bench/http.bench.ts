@@ -7,7 +7,7 @@
 // Rows `noop` and `headers` are references (see VARIANTS in ./http/config.ts).
 //
 //   pnpm bench:http     # env: BENCH_RUNS=6 BENCH_DURATION=2 BENCH_CONNECTIONS=32
-//                       #      BENCH_FRAMEWORKS=express,koa,hono BENCH_VARIANTS=none,sluice-1 (a subset)
+//                       #      BENCH_FRAMEWORKS=express,koa,hono,nest-express,nest-fastify BENCH_VARIANTS=none,sluice-1 (a subset)
 //                       #      BENCH_PIN=0 (no CPU pinning)
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { once } from 'node:events'
