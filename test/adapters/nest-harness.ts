@@ -74,8 +74,9 @@ function nestHarness(platform: Platform): Harness {
     const converted = convert<RateOptions, Decision, [ExecutionContext], never>(options, reqOf, () => {
       throw new Error('onLimited has no Nest form: a denial is a RateLimitException for exception filters')
     }) as SluiceModuleOptions
-    // Built now, as the app would when it starts, so that a bad option throws here as the others' do.
-    new RateLimits(converted).onModuleInit()
+    // Built now, as the app would when it starts, so that a bad option throws here as the others' do;
+    // unchecked, so that this first build and the app's do not read as two limits sharing a store.
+    new RateLimits(converted.validate === undefined ? { ...converted, validate: false } : converted).onModuleInit()
     return { options: converted } as unknown as Mw
   }
   return {
