@@ -24,7 +24,15 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import { CLIENT_HEADER, CLIENTS, type Framework, VARIANT_LABELS, VARIANTS, type Variant } from './http/config.js'
+import {
+  CLIENT_HEADER,
+  CLIENTS,
+  type Framework,
+  loaderFor,
+  VARIANT_LABELS,
+  VARIANTS,
+  type Variant,
+} from './http/config.js'
 
 const WARM = Number(process.env.BENCH_WARM ?? 8000)
 const COUNT = Number(process.env.BENCH_COUNT ?? 3000)
@@ -62,7 +70,7 @@ function startServer(
       `--callgrind-out-file=${join(outDir, 'callgrind.out')}`,
       process.execPath,
       '--import',
-      'tsx',
+      loaderFor(framework),
       '--conditions=source',
       script,
       variant,

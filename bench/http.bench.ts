@@ -8,7 +8,7 @@
 // Rows `noop` and `headers` are references (see VARIANTS in ./http/config.ts).
 //
 //   pnpm bench:http     # env: BENCH_RUNS=6 BENCH_DURATION=2 BENCH_CONNECTIONS=32
-//                       #      BENCH_FRAMEWORKS=express,koa,hono,fastify BENCH_VARIANTS=none,sluice-1 (a subset)
+//                       #      BENCH_FRAMEWORKS=express,koa,hono,fastify,nest-express,nest-fastify BENCH_VARIANTS=none,sluice-1 (a subset)
 //                       #      BENCH_PIN=0 (no CPU pinning)
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { once } from 'node:events'
@@ -20,6 +20,7 @@ import {
   CLIENTS,
   type Framework,
   LIMITS,
+  loaderFor,
   VARIANT_LABELS,
   VARIANTS,
   type Variant,
@@ -65,7 +66,7 @@ if (pinned) spawnSync('taskset', ['-a', '-cp', '0', String(process.pid)], { stdi
 
 function startServer(framework: Framework, variant: Variant): Promise<Target> {
   const script = fileURLToPath(new URL(`./http/${framework}.ts`, import.meta.url))
-  const node = [process.execPath, '--import', 'tsx', '--conditions=source', script, variant]
+  const node = [process.execPath, '--import', loaderFor(framework), '--conditions=source', script, variant]
   const [command, ...args] = pinned ? ['taskset', '-c', '1', ...node] : node
   const child = spawn(command!, args, {
     env: { ...process.env, NODE_ENV: 'production' },

@@ -1,6 +1,6 @@
 // What the HTTP benchmark compares, shared by the runner (bench/http.bench.ts) and the servers.
 
-export type Framework = 'express' | 'koa' | 'hono' | 'fastify'
+export type Framework = 'express' | 'koa' | 'hono' | 'fastify' | 'nest-express' | 'nest-fastify'
 export type Variant =
   | 'none'
   | 'control'
@@ -19,6 +19,8 @@ export type Variant =
   | 'hrl-2'
   | 'frl-1'
   | 'frl-2'
+  | 'ntl-1'
+  | 'ntl-2'
 
 /**
  * The variants each framework runs; each framework also runs the peer its users would pick:
@@ -37,6 +39,10 @@ export const VARIANTS: Record<Framework, readonly Variant[]> = {
   koa: ['none', 'control', 'noop', 'headers', 'sluice-1', 'sluice-2', 'quiet-1', 'krl-1', 'krl-2'],
   hono: ['none', 'control', 'noop', 'headers', 'sluice-1', 'sluice-2', 'quiet-1', 'hrl-1', 'hrl-2'],
   fastify: ['none', 'control', 'noop', 'headers', 'sluice-1', 'sluice-2', 'quiet-1', 'legacy-1', 'frl-1', 'frl-2'],
+  // Nest's references are guards (a guard that returns true, one that also sets the 2 headers);
+  // the peer is @nestjs/throttler (`ntl`) with its in-memory storage, one throttler per policy.
+  'nest-express': ['none', 'control', 'noop', 'headers', 'sluice-1', 'sluice-2', 'quiet-1', 'ntl-1', 'ntl-2'],
+  'nest-fastify': ['none', 'control', 'noop', 'headers', 'sluice-1', 'sluice-2', 'quiet-1', 'ntl-1', 'ntl-2'],
 }
 
 /** How the reports name each variant. */
@@ -58,6 +64,8 @@ export const VARIANT_LABELS: Record<Variant, string> = {
   'hrl-2': 'hono-rate-limiter, 2 windows',
   'frl-1': '@fastify/rate-limit, 1 window',
   'frl-2': '@fastify/rate-limit, 2 windows',
+  'ntl-1': '@nestjs/throttler, 1 throttler',
+  'ntl-2': '@nestjs/throttler, 2 throttlers',
 }
 
 /** What the `headers` reference middleware sets: sluice's draft-11 pair for one policy, as constants. */
@@ -108,3 +116,10 @@ export function listening(port: number): void {
   process.on('message', () => process.send?.(process.cpuUsage()))
   console.log(`listening ${port}`)
 }
+
+/**
+ * tsx's loader for a server. Nest's servers take its ESM hook only: with tsx's require hook,
+ * @nestjs/throttler (CommonJS) would get a second, transpiled copy of @nestjs/core (ESM only), whose
+ * Reflector Nest cannot inject into ThrottlerGuard; Node's own require() of ESM shares the one copy.
+ */
+export const loaderFor = (framework: Framework) => (framework.startsWith('nest-') ? 'tsx/esm' : 'tsx')

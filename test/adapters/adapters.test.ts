@@ -11,6 +11,7 @@ import type { Store } from '@sluice/core/store'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { until } from '../support/wait.js'
 import { type App, type AppSpec, type Harness, harnesses, type Reply, type Req } from './harness.js'
+import { nestHarnesses } from './nest-harness.js'
 
 /** A whole minute, so window arithmetic below is easy to follow. */
 const T0 = 1_800_000_000_000
@@ -1140,4 +1141,43 @@ afterEach(() => {
 
 describe.each(harnesses)('@sluice/$name', (h) => {
   for (const c of cases) it(c.name, () => c.run(h))
+})
+
+/**
+ * The cases the Nest guard cannot run, and why. Every other case runs on both Nest platforms
+ * through `SluiceModule.forRoot()` (the app's limiter) and `@RateLimit()` (a route's).
+ */
+const NO_ON_LIMITED =
+  "no onLimited in Nest: a denial is a RateLimitException for Nest's exception filters (test/nestjs)"
+const NO_CONCURRENCY = '@sluice/nestjs has a rate limit only, no concurrencyLimit'
+const ONE_LIMIT_PER_HANDLER =
+  "Nest applies one limit per handler: a handler's @RateLimit() overrides the module's rather than stacking (several limits go in one limits list, decided together)"
+const NEST_LEAVES_OUT: Readonly<Record<string, string>> = {
+  'statusCode and a string message replace the problem details':
+    "Nest's exception filter answers a string HttpException as JSON { statusCode, message } (test/nestjs)",
+  'an onLimited that answers nothing gets the default denial, never a hanging request (issue 13)': NO_ON_LIMITED,
+  'onLimited writes the response, with status and headers already set': NO_ON_LIMITED,
+  'a concurrencyLimit denial has Retry-After: 1 s by default, configurable, or none; a silent onLimited gets the default (issue 13)':
+    NO_CONCURRENCY,
+  'concurrencyLimit frees the slot when each response finishes': NO_CONCURRENCY,
+  'concurrencyLimit refuses beyond the limit while a streamed response is open, until it ends': NO_CONCURRENCY,
+  'HEAD requests are limited and answered like GET, and free their concurrency slot': NO_CONCURRENCY,
+  'concurrencyLimit frees the slot when the handler throws': NO_CONCURRENCY,
+  'concurrencyLimit frees the slot when the client aborts mid-response': NO_CONCURRENCY,
+  'requestPropertyName: stacked limiters expose their decisions under their own names (issue 13)':
+    ONE_LIMIT_PER_HANDLER,
+  'stacked limiters each add their members to the draft-11 lists': ONE_LIMIT_PER_HANDLER,
+  "stacked limiters in 'draft-7' mode: the one that runs last writes the single-policy fields": ONE_LIMIT_PER_HANDLER,
+  'goes on in the same tick when the store and the options answer at once (and concurrencyLimit always), after a promise when not':
+    "Nest awaits every guard, so no handler runs in its request's first tick",
+  'misconfiguration throws a ConfigError when the middleware is built':
+    'its last line builds a concurrencyLimit; the rate-limit lines run in test/nestjs',
+}
+
+describe.each(nestHarnesses)('@sluice/nestjs on $name', (h) => {
+  for (const c of cases) {
+    const why = NEST_LEAVES_OUT[c.name]
+    if (why === undefined) it(c.name, () => c.run(h))
+    else it.skip(`${c.name}: ${why}`, () => {})
+  }
 })

@@ -124,7 +124,7 @@ export interface App {
 }
 
 export interface Harness {
-  readonly name: 'express' | 'koa' | 'hono' | 'fastify'
+  readonly name: 'express' | 'koa' | 'hono' | 'fastify' | 'nest-express' | 'nest-fastify'
   rateLimit(options: RateOptions): Mw
   concurrencyLimit(options: ConcurrencyOptions): Mw
   /** Undefined on a framework whose package has no adaptiveConcurrency yet (Fastify). */
@@ -134,7 +134,7 @@ export interface Harness {
 
 const mw = (value: unknown): Mw => value as Mw
 
-function convert<O extends Neutral<object, I>, I, Args extends unknown[], R>(
+export function convert<O extends Neutral<object, I>, I, Args extends unknown[], R>(
   options: O,
   reqOf: (...args: Args) => Req,
   custom: (args: Args, out: Custom) => R,
@@ -193,7 +193,7 @@ async function listen(server: Server): Promise<Server> {
   return server
 }
 
-function client(server: Server, counter: { handled: number }): App {
+export function client(server: Server, counter: { handled: number }): App {
   const { port } = server.address() as AddressInfo
   return {
     async get(path, headers = {}) {
@@ -237,7 +237,7 @@ function client(server: Server, counter: { handled: number }): App {
   }
 }
 
-const streamed = async function* (gate: Promise<void>, entered?: () => void) {
+export const streamed = async function* (gate: Promise<void>, entered?: () => void) {
   yield 'a'
   entered?.()
   await gate

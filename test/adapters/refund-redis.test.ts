@@ -6,6 +6,7 @@ import { Redis } from 'ioredis'
 import { afterAll, describe, expect, it } from 'vitest'
 import { findRedis, uniquePrefix } from '../support/redis.js'
 import { harnesses } from './harness.js'
+import { nestHarnesses } from './nest-harness.js'
 
 const redis = await findRedis()
 
@@ -16,7 +17,7 @@ describe.skipIf(redis === undefined)('skipSuccessfulRequests on a RedisStore', (
     await redis?.stop()
   })
 
-  it.each(harnesses.map((h) => [h.name, h] as const))('@sluice/%s', async (_, h) => {
+  it.each([...harnesses, ...nestHarnesses].map((h) => [h.name, h] as const))('@sluice/%s', async (_, h) => {
     const limits = [{ limit: 2, window: '1h', algorithm: 'fixed-window' as const }]
     // A fixed clock: the refund must land in the window that took the request.
     const now = () => 1_800_000_000_000

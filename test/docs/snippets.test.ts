@@ -61,8 +61,16 @@ function declaredNames(code: string): Set<string> {
 function compilerOptions(): ts.CompilerOptions {
   const base = ts.readConfigFile(`${root}tsconfig.base.json`, ts.sys.readFile)
   const { options } = ts.parseJsonConfigFileContent(base.config, ts.sys, root)
-  // An application's settings: strict (from the base), Node's types, no DOM.
-  return { ...options, noEmit: true, declaration: false, types: ['node'], lib: ['lib.es2022.d.ts'] }
+  // An application's settings: strict (from the base), Node's types, no DOM; Nest's decorators
+  // are TypeScript's experimental ones, as every Nest app compiles them.
+  return {
+    ...options,
+    noEmit: true,
+    declaration: false,
+    types: ['node'],
+    lib: ['lib.es2022.d.ts'],
+    experimentalDecorators: true,
+  }
 }
 
 describe('the TypeScript blocks of the docs', () => {

@@ -57,7 +57,7 @@ async function stop(child: ChildProcess): Promise<void> {
   clearTimeout(timer)
 }
 
-describe.each(['express', 'koa', 'hono-node', 'fastify'])('examples/%s', (name) => {
+describe.each(['express', 'koa', 'hono-node', 'fastify', 'nestjs'])('examples/%s', (name) => {
   let example: Running | undefined
   let url = ''
   beforeAll(async () => {
@@ -113,7 +113,7 @@ describe.each(['express', 'koa', 'hono-node', 'fastify'])('examples/%s', (name) 
 })
 
 /** Issue 13, defect 8: a port in use gives a clear message and exit code 1, never a TypeError. */
-describe.each(['express', 'koa', 'hono-node', 'fastify'])('examples/%s on a port in use', (name) => {
+describe.each(['express', 'koa', 'hono-node', 'fastify', 'nestjs'])('examples/%s on a port in use', (name) => {
   it(
     'says EADDRINUSE and how to pick another PORT, and exits 1',
     async () => {

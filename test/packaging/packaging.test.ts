@@ -29,7 +29,21 @@ const published = readdirSync(join(root, 'packages'))
   .filter(({ manifest }) => !manifest.private)
 
 /** The consumer app's own dependencies, at the versions the workspace has (so the store has them). */
-const THIRD_PARTY = ['express', 'koa', 'hono', 'fastify', 'ioredis', '@types/express', '@types/koa', '@types/node']
+const THIRD_PARTY = [
+  'express',
+  'koa',
+  'hono',
+  'fastify',
+  'ioredis',
+  '@types/express',
+  '@types/koa',
+  '@types/node',
+  '@nestjs/common',
+  '@nestjs/core',
+  '@nestjs/platform-express',
+  'reflect-metadata',
+  'rxjs',
+]
 const versionOf = (name: string) => readJson(join(root, 'node_modules', name, 'package.json')).version as string
 
 /** Every string target in an exports map, with the conditions that lead to it. */
@@ -131,6 +145,16 @@ describe.each(published.map(({ manifest }) => manifest.name))('the %s tarball', 
     expect(report.analysis.problems).toEqual([])
   })
 
+  // Many Nest apps still compile with moduleResolution node10: the package has no subpaths, so it resolves there too.
+  it.runIf(name === '@sluice/nestjs')('has types that resolve under node10 as well', async () => {
+    const attw = join(root, 'node_modules/.bin/attw')
+    const result = await run(attw, [tarballs.get(name)!, '--format', 'json'], { cwd: root }).catch(
+      (error: { stdout: string }) => error,
+    )
+    const report = JSON.parse(result.stdout) as { analysis: { problems: unknown[] } }
+    expect(report.analysis.problems).toEqual([])
+  })
+
   it('publishes the same exports as the workspace uses, less the source condition', () => {
     const { manifest } = published.find((entry) => entry.manifest.name === name)!
     expect(manifest.publishConfig?.exports).toEqual(withoutSource(manifest.exports))
@@ -164,6 +188,7 @@ describe('a consumer project installed from the tarballs', { timeout: 180_000 },
     koa: { statuses: [200, 429], header, remaining: 0 },
     fastify: { statuses: [200, 429], header, remaining: 0 },
     hono: { statuses: [200, 429], header, remaining: 0 },
+    nestjs: { statuses: [200, 429], header, remaining: 0 },
   })
   const node = async (args: string[]) => JSON.parse((await run(process.execPath, args, { cwd: app() })).stdout)
 
