@@ -2,7 +2,7 @@ import { appLimited, type LatencyWindow, type LimitAlgorithm } from './algorithm
 
 /** Gradient2's settings (Netflix concurrency-limits' names and defaults, the queue allowance √limit). */
 export interface Gradient2Options {
-  /** How far the short-term latency may exceed the long-term one before the limit falls. Default 1.5. */
+  /** How far the short-term latency may exceed the long-term one before the limit falls. Default 1.3. */
   tolerance?: number
   /** Weight of each new limit against the current one. Default 0.2. */
   smoothing?: number

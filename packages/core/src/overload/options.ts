@@ -177,7 +177,7 @@ function parseAlgorithm(value: unknown): { name: OverloadAlgorithm; algorithm: L
         name: 'gradient2',
         algorithm: new Gradient2({
           tolerance:
-            raw.tolerance === undefined ? 1.5 : fraction(at('tolerance'), raw.tolerance, { above: 0, atMost: 10 }),
+            raw.tolerance === undefined ? 1.3 : fraction(at('tolerance'), raw.tolerance, { above: 0, atMost: 10 }),
           smoothing:
             raw.smoothing === undefined ? 0.2 : fraction(at('smoothing'), raw.smoothing, { above: 0, atMost: 1 }),
           longWindow: raw.longWindow === undefined ? 600 : wholeNumber(at('longWindow'), raw.longWindow, 1),
