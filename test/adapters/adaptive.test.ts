@@ -32,11 +32,7 @@ function deferred() {
 /** A limit pinned at `limit`, so the cases test admission, not learning. */
 const pinned = (limit: number) => ({ min: limit, max: limit, initial: limit, probe: false as const })
 
-describe.each(
-  harnesses.flatMap((h) =>
-    h.adaptiveConcurrency === undefined ? [] : [{ ...h, adaptiveConcurrency: h.adaptiveConcurrency }],
-  ),
-)('@sluice/$name adaptiveConcurrency', (h) => {
+describe.each(harnesses)('@sluice/$name adaptiveConcurrency', (h) => {
   it('refuses over the limit with 503, Retry-After and a problem body while a streamed response holds the slot', async () => {
     const gate = deferred()
     const entered = deferred()

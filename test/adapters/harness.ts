@@ -127,8 +127,7 @@ export interface Harness {
   readonly name: 'express' | 'koa' | 'hono' | 'fastify' | 'nest-express' | 'nest-fastify'
   rateLimit(options: RateOptions): Mw
   concurrencyLimit(options: ConcurrencyOptions): Mw
-  /** Undefined on a framework whose package has no adaptiveConcurrency yet (Fastify). */
-  adaptiveConcurrency?(options: AdaptiveOptions): Mw & { readonly limiter: AdaptiveLimiter }
+  adaptiveConcurrency(options: AdaptiveOptions): Mw & { readonly limiter: AdaptiveLimiter }
   app(spec: AppSpec): Promise<App>
 }
 
@@ -487,9 +486,17 @@ const fastifyCustom = ([, reply]: FastifyArgs, out: Custom) =>
  * `use` are registered as plugins, on every route; the rest, and a route's own, are hooks.
  */
 interface FastifyMw {
-  kind: 'rateLimit' | 'concurrencyLimit'
+  kind: 'rateLimit' | 'concurrencyLimit' | 'adaptiveConcurrency'
   options: object
   hook: () => sluiceFastify.RequestHook
+  /** Adaptive concurrency's: the hook's, then the plugin's once registered with these options. */
+  limiter?: AdaptiveLimiter
+}
+
+const FASTIFY_PLUGINS = {
+  rateLimit: sluiceFastify.rateLimit,
+  concurrencyLimit: sluiceFastify.concurrencyLimit,
+  adaptiveConcurrency: sluiceFastify.adaptiveConcurrency,
 }
 
 /** Checking options builds a limiter: one the plugin's store must not count as a second user of its policies. */
@@ -498,7 +505,7 @@ function quietShared(validate: unknown): unknown {
   return validate !== null && typeof validate === 'object' ? { ...validate, SLUICE_SHARED_POLICY: false } : validate
 }
 
-function fastifyMw(kind: FastifyMw['kind'], options: Record<string, unknown>): Mw {
+function fastifyMw(kind: Exclude<FastifyMw['kind'], 'adaptiveConcurrency'>, options: Record<string, unknown>): Mw {
   let hook: sluiceFastify.RequestHook | undefined
   if (kind === 'rateLimit') {
     sluiceFastify.rateLimitHook({
@@ -514,6 +521,14 @@ function fastifyMw(kind: FastifyMw['kind'], options: Record<string, unknown>): M
   return mw({ kind, options, hook: () => (hook ??= build()) } satisfies FastifyMw)
 }
 
+function fastifyAdaptive(
+  options: sluiceFastify.AdaptiveConcurrencyOptions,
+): Mw & { readonly limiter: AdaptiveLimiter } {
+  const hook = sluiceFastify.adaptiveConcurrencyHook(options)
+  const m: FastifyMw = { kind: 'adaptiveConcurrency', options, hook: () => hook, limiter: hook.limiter }
+  return m as unknown as Mw & { readonly limiter: AdaptiveLimiter }
+}
+
 export const fastifyHarness: Harness = {
   name: 'fastify',
   rateLimit: (options) =>
@@ -523,6 +538,7 @@ export const fastifyHarness: Harness = {
       'concurrencyLimit',
       convert<ConcurrencyOptions, ConcurrencyInfo, FastifyArgs, unknown>(options, fastifyReq, fastifyCustom),
     ),
+  adaptiveConcurrency: (options) => fastifyAdaptive(convertAdaptive(options, fastifyReq, fastifyCustom)),
   async app(spec) {
     const counter = { handled: 0 }
     // trustProxy: true trusts one hop, the loopback peer; Fastify 5.12 ignores a bare hop count.
@@ -542,8 +558,9 @@ export const fastifyHarness: Harness = {
       if (plugins.has(m.kind)) app.addHook('onRequest', m.hook())
       else {
         plugins.add(m.kind)
-        const plugin = m.kind === 'rateLimit' ? sluiceFastify.rateLimit : sluiceFastify.concurrencyLimit
-        await app.register(plugin as never, m.options)
+        await app.register(FASTIFY_PLUGINS[m.kind] as never, m.options)
+        // The plugin learns a limit of its own from these options: the one the test reads.
+        if (m.kind === 'adaptiveConcurrency') m.limiter = app.adaptiveConcurrency().limiter
       }
     }
     for (const route of spec.routes) {

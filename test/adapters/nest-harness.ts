@@ -85,6 +85,9 @@ function nestHarness(platform: Platform): Harness {
     concurrencyLimit: () => {
       throw new Error('@sluice/nestjs has no concurrencyLimit')
     },
+    adaptiveConcurrency: () => {
+      throw new Error('@sluice/nestjs has no adaptiveConcurrency')
+    },
     app: (spec) => nestApp(platform, spec),
   }
 }

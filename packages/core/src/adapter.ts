@@ -8,9 +8,11 @@ export type {
   AdaptiveConcurrencyOptions,
   AdaptiveHandler,
   AdaptivePlan,
+  MonitorEventLoopDelay,
+  NodeEventLoopDelay,
   OverloadInfo,
 } from './http/adaptive.js'
-export { createAdaptiveHandler } from './http/adaptive.js'
+export { createAdaptiveHandler, withEventLoopHistogram } from './http/adaptive.js'
 export type {
   ActiveClientsSync,
   AdmissionControlOptions,

@@ -1,5 +1,5 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks'
-import type { ActiveClients, AdaptiveLimiter, CheckedLimits, Decision, DelayHistogram, Limiter } from '@sluice/core'
+import type { ActiveClients, AdaptiveLimiter, CheckedLimits, Decision, Limiter } from '@sluice/core'
 import type {
   AdmissionState,
   ConcurrencyInfo,
@@ -8,6 +8,7 @@ import type {
   ConcurrencyLimitOptions as CoreConcurrencyOptions,
   RateLimitOptions as CoreRateLimitOptions,
   HeaderEntry,
+  NodeEventLoopDelay,
 } from '@sluice/core/adapter'
 import {
   type Adapter,
@@ -23,6 +24,7 @@ import {
   onResponseDone,
   type RateLimitPlan,
   whenReady,
+  withEventLoopHistogram,
 } from '@sluice/core/adapter'
 import type { NextFunction, Request, RequestHandler, Response } from 'express'
 
@@ -70,7 +72,7 @@ export { ipKey } from '@sluice/core'
  * `statusCode` (default 503), …; `eventLoopDelay` needs only a `threshold` (the histogram is made here).
  */
 export type AdaptiveConcurrencyOptions = Omit<CoreAdaptiveOptions<Args, unknown>, 'eventLoopDelay'> & {
-  eventLoopDelay?: { threshold: number | string; histogram?: DelayHistogram }
+  eventLoopDelay?: NodeEventLoopDelay
 }
 export type { AdmissionInfo, OverloadInfo } from '@sluice/core/adapter'
 export type { AdmissionState, ConcurrencyInfo, Decision }
@@ -199,7 +201,7 @@ export interface AdaptiveConcurrencyMiddleware extends RequestHandler {
  * The slot is freed when the response finishes or the client leaves.
  */
 export function adaptiveConcurrency(options: AdaptiveConcurrencyOptions = {}): AdaptiveConcurrencyMiddleware {
-  const handler = createAdaptiveHandler(withEventLoopHistogram(options), adapter)
+  const handler = createAdaptiveHandler(withEventLoopHistogram(options, monitorEventLoopDelay), adapter)
   const apply = (res: Response, next: NextFunction, plan: AdaptivePlan<unknown>) => {
     if (plan.kind === 'skip') return next()
     if (plan.kind === 'deny') return deny(res, plan)
@@ -211,15 +213,4 @@ export function adaptiveConcurrency(options: AdaptiveConcurrencyOptions = {}): A
     whenReady(handler.plan(req, res), (plan) => apply(res, next, plan), next)
   }
   return Object.assign(middleware, { limiter: handler.limiter })
-}
-
-/** Node's event-loop delay histogram for `eventLoopDelay` when only a threshold is given. */
-function withEventLoopHistogram<
-  T extends { eventLoopDelay?: { threshold: number | string; histogram?: DelayHistogram } },
->(options: T): T & { eventLoopDelay?: { threshold: number | string; histogram: DelayHistogram } } {
-  const delay = options?.eventLoopDelay
-  if (delay === null || typeof delay !== 'object' || delay.histogram !== undefined) return options as never
-  const histogram = monitorEventLoopDelay({ resolution: 10 })
-  histogram.enable()
-  return { ...options, eventLoopDelay: { ...delay, histogram } }
 }

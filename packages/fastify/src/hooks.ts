@@ -1,17 +1,22 @@
 // One request hook per kind of limit, each a thin translation of core's request planner: read the
 // request, write the plan through `reply`.
-import type { ActiveClients, Decision, Limiter } from '@sluice/core'
+import { monitorEventLoopDelay } from 'node:perf_hooks'
+import type { ActiveClients, AdaptiveLimiter, Decision, Limiter } from '@sluice/core'
 import type {
   AdmissionState,
+  AdaptiveConcurrencyOptions as CoreAdaptiveOptions,
   AdmissionControlOptions as CoreAdmissionOptions,
   ConcurrencyLimitOptions as CoreConcurrencyOptions,
   RateLimitOptions as CoreRateLimitOptions,
   HeaderEntry,
+  NodeEventLoopDelay,
 } from '@sluice/core/adapter'
 import {
   type Adapter,
+  type AdaptivePlan,
   type AdmissionPlan,
   type ConcurrencyPlan,
+  createAdaptiveHandler,
   createAdmissionHandler,
   createConcurrencyHandler,
   createRateLimitHandler,
@@ -21,6 +26,7 @@ import {
   type RateLimitPlan,
   type ResponseBody,
   whenReady,
+  withEventLoopHistogram,
 } from '@sluice/core/adapter'
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 
@@ -31,6 +37,13 @@ export type RateLimitOptions = CoreRateLimitOptions<Args, unknown>
 export type ConcurrencyLimitOptions = CoreConcurrencyOptions<Args, unknown>
 /** Options of admission control: `maxActive`, `window`, `slots`, `key`, `sync`, `statusCode`, …. */
 export type AdmissionControlOptions = CoreAdmissionOptions<Args, unknown>
+/**
+ * Options of adaptive concurrency: `algorithm`, `min`, `max`, `classes`, `priority`, `queue`,
+ * `statusCode` (default 503), …; `eventLoopDelay` needs only a `threshold` (the histogram is made here).
+ */
+export type AdaptiveConcurrencyOptions = Omit<CoreAdaptiveOptions<Args, unknown>, 'eventLoopDelay'> & {
+  eventLoopDelay?: NodeEventLoopDelay
+}
 
 /** A hook for `onRequest`, `preValidation` or `preHandler` (they share this signature). */
 export type RequestHook = (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => void
@@ -48,6 +61,11 @@ export interface RateLimitHook extends RequestHook {
 export interface AdmissionHook extends RequestHook {
   /** The clients seen within the window, behind the hook (`has`, `size`). */
   readonly clients: ActiveClients
+}
+
+/** An adaptive-concurrency hook, which also exposes its limiter (`limit`, `inflight`, `stats()`). */
+export interface AdaptiveConcurrencyHook extends RequestHook {
+  readonly limiter: AdaptiveLimiter
 }
 
 /** Fastify keeps its factory options under a symbol it does not export; found once per instance. */
@@ -186,6 +204,25 @@ export function admissionControlHook(options: AdmissionControlOptions): Admissio
     whenReady(handler.plan(request, reply), (plan) => apply(request, reply, done, plan), done as Fail)
   }
   return Object.assign(hook, { clients: handler.clients })
+}
+
+/**
+ * The hook of adaptive concurrency: the slot is freed, with the request's latency as a sample,
+ * when the response finishes, or as a drop when the client leaves before that.
+ */
+export function adaptiveConcurrencyHook(options: AdaptiveConcurrencyOptions = {}): AdaptiveConcurrencyHook {
+  const handler = createAdaptiveHandler(withEventLoopHistogram(options, monitorEventLoopDelay), adapter)
+  const apply = (reply: FastifyReply, done: HookHandlerDoneFunction, plan: AdaptivePlan<unknown>) => {
+    if (plan.kind === 'skip') return done()
+    if (plan.kind === 'deny') return deny(reply, plan, done)
+    writeHeaders(reply, plan.headers)
+    onResponseDone(reply.raw, plan.release)
+    return done()
+  }
+  const hook: RequestHook = function sluiceAdaptiveConcurrency(request, reply, done) {
+    whenReady(handler.plan(request, reply), (plan) => apply(reply, done, plan), done as Fail)
+  }
+  return Object.assign(hook, { limiter: handler.limiter })
 }
 
 export type { AdmissionState }

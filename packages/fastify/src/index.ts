@@ -2,8 +2,11 @@ import type { Decision } from '@sluice/core'
 import type { AdmissionState } from '@sluice/core/adapter'
 import type { FastifyPluginAsync } from 'fastify'
 import {
+  type AdaptiveConcurrencyHook,
+  type AdaptiveConcurrencyOptions,
   type AdmissionControlOptions,
   type AdmissionHook,
+  adaptiveConcurrencyHook,
   admissionControlHook,
   type ConcurrencyLimitOptions,
   concurrencyLimitHook,
@@ -16,9 +19,11 @@ import { type Placement, pluginOf, rateLimitKind, replacingKind } from './plugin
 
 /** Groups an address the way the default key does, for custom keys that fall back to the IP. */
 export { ipKey } from '@sluice/core'
-export type { AdmissionInfo, ConcurrencyInfo } from '@sluice/core/adapter'
+export type { AdmissionInfo, ConcurrencyInfo, OverloadInfo } from '@sluice/core/adapter'
 export type { HookName, Placement } from './plugin.js'
 export type {
+  AdaptiveConcurrencyHook,
+  AdaptiveConcurrencyOptions,
   AdmissionControlOptions,
   AdmissionHook,
   AdmissionState,
@@ -28,7 +33,7 @@ export type {
   RateLimitOptions,
   RequestHook,
 }
-export { admissionControlHook, concurrencyLimitHook, rateLimitHook }
+export { adaptiveConcurrencyHook, admissionControlHook, concurrencyLimitHook, rateLimitHook }
 
 /** The rate-limit plugin's options: a limit's, and which routes it covers at which hook. */
 export type RateLimitPluginOptions = RateLimitOptions & Placement
@@ -43,6 +48,10 @@ export type RouteConcurrencyLimitOptions = Partial<ConcurrencyLimitOptions> & Pi
  */
 export type RouteAdmissionControlOptions = Partial<Omit<AdmissionControlOptions, 'clients' | 'sync'>> &
   Pick<Placement, 'hook'>
+/** A route's `config.adaptiveConcurrency`: options over the plugin's, making the route a limit of its own; and its hook. */
+export type RouteAdaptiveConcurrencyOptions = AdaptiveConcurrencyOptions & Pick<Placement, 'hook'>
+/** The adaptive-concurrency plugin's options (every one has a default): the limit's, and which routes at which hook. */
+export type AdaptiveConcurrencyPluginOptions = AdaptiveConcurrencyOptions & Placement
 /** The concurrency-limit plugin's options; with `global: false`, defaults for the routes that ask. */
 export type ConcurrencyLimitPluginOptions =
   | (ConcurrencyLimitOptions & Placement)
@@ -66,6 +75,8 @@ declare module 'fastify' {
     concurrencyLimit?: RouteConcurrencyLimitOptions | false
     /** This route's own admission control, or false to exempt it. */
     admissionControl?: RouteAdmissionControlOptions | false
+    /** This route's own adaptive limit (learned apart from the plugin's), or false to exempt it. */
+    adaptiveConcurrency?: RouteAdaptiveConcurrencyOptions | false
   }
   interface FastifyInstance {
     /**
@@ -77,6 +88,11 @@ declare module 'fastify' {
     concurrencyLimit(options?: Partial<ConcurrencyLimitOptions>): RequestHook
     /** An admission-control hook for one route, these options over the plugin's. */
     admissionControl(options?: Partial<AdmissionControlOptions>): AdmissionHook
+    /**
+     * An adaptive-concurrency hook for one route: without options, the plugin's own (the same
+     * limit, its `limiter` to read); with options, a limit of its own over the plugin's options.
+     */
+    adaptiveConcurrency(options?: AdaptiveConcurrencyOptions): AdaptiveConcurrencyHook
   }
 }
 
@@ -99,4 +115,14 @@ export const concurrencyLimit: FastifyPluginAsync<ConcurrencyLimitPluginOptions>
  */
 export const admissionControl: FastifyPluginAsync<AdmissionControlPluginOptions> = pluginOf(
   replacingKind('admissionControl', admissionControlHook, (options) => options.maxActive !== undefined),
+)
+
+/**
+ * A concurrency limit for the whole service, learned from the latency of the requests it admits;
+ * over it, requests wait briefly (most critical class first) and are then refused with 503 and
+ * Retry-After. `await app.register(adaptiveConcurrency, { classes: ['critical', 'default'], priority })`;
+ * `app.adaptiveConcurrency().limiter` reads the limit.
+ */
+export const adaptiveConcurrency: FastifyPluginAsync<AdaptiveConcurrencyPluginOptions> = pluginOf(
+  replacingKind('adaptiveConcurrency', adaptiveConcurrencyHook, () => true),
 )

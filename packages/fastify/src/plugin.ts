@@ -1,4 +1,4 @@
-// The three plugins share one shape: options for every route of the scope, a route's
+// The four plugins share one shape: options for every route of the scope, a route's
 // `config[name]` that replaces them (or `false` to exempt it), `global: false` for only the routes
 // that ask, `hook` for where the check runs, and `app[name](options)` for a hook of one's own.
 import { ConfigError, MemoryStore } from '@sluice/core'
@@ -20,7 +20,7 @@ export interface Placement {
 
 export interface Kind<O extends object, H extends RequestHook> {
   /** The route config key, the decorator and the plugin's name. */
-  readonly name: 'rateLimit' | 'concurrencyLimit' | 'admissionControl'
+  readonly name: 'rateLimit' | 'concurrencyLimit' | 'admissionControl' | 'adaptiveConcurrency'
   /** Builds one hook, checking its options. */
   build(options: O): H
   /** What every limit of one registration shares (the rate limits: one store). */
@@ -170,9 +170,12 @@ export function rateLimitKind<
   }
 }
 
-/** Concurrency limits and admission control: a route's options replace the registration's. */
+/**
+ * Concurrency limits, admission control and adaptive concurrency: a route's options replace the
+ * registration's (and make a limit of the route's own).
+ */
 export function replacingKind<O extends object, H extends RequestHook>(
-  name: 'concurrencyLimit' | 'admissionControl',
+  name: 'concurrencyLimit' | 'admissionControl' | 'adaptiveConcurrency',
   build: (options: O) => H,
   complete: (options: O) => boolean,
 ): Kind<O, H> {

@@ -1,5 +1,5 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks'
-import type { ActiveClients, AdaptiveLimiter, CheckedLimits, Decision, DelayHistogram, Limiter } from '@sluice/core'
+import type { ActiveClients, AdaptiveLimiter, CheckedLimits, Decision, Limiter } from '@sluice/core'
 import type {
   AdmissionState,
   ConcurrencyInfo,
@@ -8,6 +8,7 @@ import type {
   ConcurrencyLimitOptions as CoreConcurrencyOptions,
   RateLimitOptions as CoreRateLimitOptions,
   HeaderEntry,
+  NodeEventLoopDelay,
 } from '@sluice/core/adapter'
 import {
   type Adapter,
@@ -23,6 +24,7 @@ import {
   lowerCaseName,
   onResponseDone,
   type RateLimitPlan,
+  withEventLoopHistogram,
 } from '@sluice/core/adapter'
 import type { Context, Middleware, Next, ParameterizedContext } from 'koa'
 
@@ -41,7 +43,7 @@ export type { AdmissionInfo } from '@sluice/core/adapter'
  * `statusCode` (default 503), …; `eventLoopDelay` needs only a `threshold` (the histogram is made here).
  */
 export type AdaptiveConcurrencyOptions = Omit<CoreAdaptiveOptions<Args, unknown>, 'eventLoopDelay'> & {
-  eventLoopDelay?: { threshold: number | string; histogram?: DelayHistogram }
+  eventLoopDelay?: NodeEventLoopDelay
 }
 export type { OverloadInfo } from '@sluice/core/adapter'
 export type { AdmissionState, ConcurrencyInfo, Decision }
@@ -210,7 +212,7 @@ export type AdaptiveConcurrencyMiddleware = Middleware & { readonly limiter: Ada
  * 503 and Retry-After. `app.use(adaptiveConcurrency({ classes: ['critical', 'default'], priority }))`.
  */
 export function adaptiveConcurrency(options: AdaptiveConcurrencyOptions = {}): AdaptiveConcurrencyMiddleware {
-  const handler = createAdaptiveHandler(withEventLoopHistogram(options), adapter)
+  const handler = createAdaptiveHandler(withEventLoopHistogram(options, monitorEventLoopDelay), adapter)
   const apply = (ctx: Context, next: Next, plan: AdaptivePlan<unknown>) => {
     if (plan.kind === 'skip') return next()
     if (plan.kind === 'deny') return deny(ctx, plan)
@@ -222,15 +224,4 @@ export function adaptiveConcurrency(options: AdaptiveConcurrencyOptions = {}): A
   }
   const middleware: Middleware = (ctx, next) => andThen(handler.plan(ctx), (plan) => apply(ctx, next, plan))
   return Object.assign(middleware, { limiter: handler.limiter })
-}
-
-/** Node's event-loop delay histogram for `eventLoopDelay` when only a threshold is given. */
-function withEventLoopHistogram<
-  T extends { eventLoopDelay?: { threshold: number | string; histogram?: DelayHistogram } },
->(options: T): T & { eventLoopDelay?: { threshold: number | string; histogram: DelayHistogram } } {
-  const delay = options?.eventLoopDelay
-  if (delay === null || typeof delay !== 'object' || delay.histogram !== undefined) return options as never
-  const histogram = monitorEventLoopDelay({ resolution: 10 })
-  histogram.enable()
-  return { ...options, eventLoopDelay: { ...delay, histogram } }
 }

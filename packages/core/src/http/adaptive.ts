@@ -2,7 +2,7 @@ import { toMilliseconds } from '../duration.js'
 import { ConfigError } from '../errors.js'
 import type { OverloadRefusal } from '../observe.js'
 import { type AdaptiveLimiter, createAdaptiveLimiter } from '../overload/controller.js'
-import { ADAPTIVE_LIMITER_OPTIONS, type AdaptiveLimiterOptions } from '../overload/options.js'
+import { ADAPTIVE_LIMITER_OPTIONS, type AdaptiveLimiterOptions, type DelayHistogram } from '../overload/options.js'
 import { type Awaitable, andThen, isThenable } from '../stores/contract.js'
 import {
   concurrencyHeaders,
@@ -86,6 +86,30 @@ export interface AdaptiveHandler<A extends unknown[], R> {
   readonly headers: HeaderMode | false
   /** A value when the request was admitted or refused at once, a promise when it waited; never a throw. */
   plan(...args: A): Awaitable<AdaptivePlan<R>>
+}
+
+/** `eventLoopDelay` in the Node adapters: a `threshold` alone, the histogram made by the adapter. */
+export interface NodeEventLoopDelay {
+  threshold: number | string
+  histogram?: DelayHistogram
+}
+
+/** Node's `monitorEventLoopDelay`, passed in by a Node adapter: core imports nothing of Node. */
+export type MonitorEventLoopDelay = (options: { resolution: number }) => DelayHistogram & { enable(): unknown }
+
+/**
+ * `options` with an enabled event-loop delay histogram from `monitor` when `eventLoopDelay` gives
+ * only a threshold; anything else goes on as it is, for the options' validation to judge.
+ */
+export function withEventLoopHistogram<T extends { eventLoopDelay?: NodeEventLoopDelay }>(
+  options: T,
+  monitor: MonitorEventLoopDelay,
+): T & { eventLoopDelay?: { threshold: number | string; histogram: DelayHistogram } } {
+  const delay = options?.eventLoopDelay
+  if (delay === null || typeof delay !== 'object' || delay.histogram !== undefined) return options as never
+  const histogram = monitor({ resolution: 10 })
+  histogram.enable()
+  return { ...options, eventLoopDelay: { ...delay, histogram } }
 }
 
 const NOTHING_TO_RELEASE = (): void => {}
