@@ -2,7 +2,7 @@
 // the plugins' registration, route config, groups, hooks, error handler and bad input, on
 // Fastify 5 and 4.
 import { ConfigError, type Decision, MemoryStore } from '@sluice/core'
-import { admissionControl, concurrencyLimit, rateLimit } from '@sluice/fastify'
+import { adaptiveConcurrency, admissionControl, concurrencyLimit, rateLimit } from '@sluice/fastify'
 import Fastify, { type FastifyInstance } from 'fastify'
 import Fastify4 from 'fastify4'
 import { describe, expect, expectTypeOf, it } from 'vitest'
@@ -113,6 +113,49 @@ describe.each(majors)('@sluice/fastify on %s', (_, make) => {
     expect((await app.inject('/fast')).statusCode).toBe(200)
   })
 
+  it('adaptiveConcurrency: a waiter is admitted when a slot frees; past the queue 503; exempt and own-limit routes', async () => {
+    const app = make()
+    const pinned = { min: 1, max: 1, initial: 1, probe: false as const }
+    await app.register(adaptiveConcurrency, { ...pinned, queue: { size: 1, maxWait: '10s' }, name: 'service' })
+    let release = (): void => {}
+    const gate = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    let entered = (): void => {}
+    const inside = new Promise<void>((resolve) => {
+      entered = resolve
+    })
+    app.get('/slow', async () => {
+      entered()
+      await gate
+      return 'done'
+    })
+    app.get('/fast', async () => 'fast')
+    app.get('/health', { config: { adaptiveConcurrency: false } }, async () => 'up')
+    app.get('/own', { config: { adaptiveConcurrency: { name: 'own' } } }, async () => 'own')
+    const { limiter } = app.adaptiveConcurrency()
+    expect(limiter.name).toBe('service')
+    const slow = app.inject('/slow')
+    await inside
+    expect(limiter.inflight).toBe(1)
+    const waiting = app.inject('/fast')
+    while (limiter.queued === 0) await new Promise((resolve) => setTimeout(resolve, 1))
+    const refused = await app.inject('/fast')
+    expect(refused.statusCode).toBe(503)
+    expect(refused.headers['retry-after']).toBe('1')
+    expect(refused.headers['content-type']).toBe('application/problem+json')
+    expect(refused.json()).toMatchObject({ status: 503, title: 'Service Unavailable' })
+    expect((await app.inject('/health')).statusCode).toBe(200)
+    expect((await app.inject('/own')).statusCode).toBe(200)
+    release()
+    expect((await slow).statusCode).toBe(200)
+    const admitted = await waiting
+    expect(admitted.statusCode).toBe(200)
+    expect(admitted.body).toBe('fast')
+    expect(limiter.inflight).toBe(0)
+    expect(limiter.stats().classes.default?.refused).toBe(1)
+  })
+
   it('admissionControl: past maxActive clients only known ones are served; request.admission says so', async () => {
     const app = make()
     await app.register(admissionControl, {
@@ -203,6 +246,20 @@ describe('@sluice/fastify bad input, refused at startup', () => {
     await app.register(rateLimit, { global: false, store: new MemoryStore() })
     expect(() => app.get('/', { config: { rateLimit: {} } }, async () => 'x')).toThrow(
       /^GET \/: config\.rateLimit\.limits are required/,
+    )
+  })
+
+  it("adaptiveConcurrency: a route's bad bounds name the route when declared; a shared limiter refuses its own options", async () => {
+    const app = Fastify()
+    await app.register(adaptiveConcurrency, {})
+    expect(() => app.get('/x', { config: { adaptiveConcurrency: { min: 9, max: 3 } } }, async () => 'x')).toThrow(
+      /^GET \/x: config\.adaptiveConcurrency\.min must not be above max \(3\), got 9/,
+    )
+    const shared = Fastify()
+    await shared.register(adaptiveConcurrency, { limiter: app.adaptiveConcurrency().limiter })
+    expect(() => shared.adaptiveConcurrency({ max: 5 })).toThrow(/^max belongs to the limiter/)
+    await expect(registering({ key: () => 'k' }, adaptiveConcurrency as never)).rejects.toThrow(
+      /^key is not an option of adaptiveConcurrency\(\)/,
     )
   })
 
