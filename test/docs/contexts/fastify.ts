@@ -8,3 +8,4 @@ declare const MemoryStore: typeof import('@sluice/core').MemoryStore
 declare const RedisStore: typeof import('@sluice/redis').RedisStore
 declare function isPro(request: import('fastify').FastifyRequest): boolean
 declare function apiKeyOf(request: import('fastify').FastifyRequest): string
+declare const adaptiveConcurrency: typeof import('@sluice/fastify').adaptiveConcurrency
