@@ -147,6 +147,12 @@ describe.each(harnesses)('@sluice/$name adaptiveConcurrency', (h) => {
     })
   })
 
+  it('eventLoopDelay: a threshold alone is enough on Node (the adapter makes the histogram); Hono needs one given', () => {
+    const options = { eventLoopDelay: { threshold: '100ms' } }
+    if (h.name === 'hono') expect(() => h.adaptiveConcurrency(options)).toThrow(/histogram/)
+    else expect(h.adaptiveConcurrency(options).limiter.algorithm).toBe('gradient2')
+  })
+
   it('shares a limiter made with createAdaptiveLimiter, and refuses its options beside it', async () => {
     const limiter = createAdaptiveLimiter({ ...pinned(2), name: 'shared' })
     const limit = h.adaptiveConcurrency({ limiter })
