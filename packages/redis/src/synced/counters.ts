@@ -1,6 +1,9 @@
 import type { AlgorithmName, Policy } from '@sluice/core'
 import { windowStart } from '@sluice/core/store'
 
+/** No sub-windows: shared by every counters that hold none. */
+const NONE: readonly SubWindow[] = Object.freeze([])
+
 /** Hashes outlive their last estimate by this much, so a late flush still finds them. */
 const KEEP_SLACK_MS = 5000
 
@@ -41,10 +44,16 @@ export class SubWindow {
   #baseAt: number
 
   constructor(
-    readonly redisKey: string,
+    /** Names the hash (see `redisKey`). */
+    readonly owner: { keyAt(start: number): string },
     readonly start: number,
   ) {
     this.#baseAt = start
+  }
+
+  /** The Redis key of this sub-window's hash, built when a call names it (per key it would be most of the key's memory). */
+  get redisKey(): string {
+    return this.owner.keyAt(this.start)
   }
 
   /**
@@ -165,6 +174,29 @@ export function geometryOf(policy: Policy): Geometry {
 }
 
 /**
+ * What every key's counters of one policy id share on a node: how the policy is counted (what the
+ * id fixes) and where its hashes are, so a key's counters hold only the key and their counts.
+ */
+export class PolicyShape {
+  readonly algorithm: AlgorithmName
+  readonly geometry: Geometry
+  /** Sub-windows as `windowStart` reads them: `span` long, starting at the policy's `offset` (a calendar period's start). */
+  readonly aligned: Pick<Policy, 'window' | 'offset'>
+
+  constructor(
+    /** The policy id counters of this shape are kept under. */
+    readonly id: string,
+    policy: Policy,
+    /** The Redis key of the hash of `key`'s sub-window starting at `start`. */
+    readonly keyAt: (key: string, start: number) => string,
+  ) {
+    this.algorithm = policy.algorithm
+    this.geometry = geometryOf(policy)
+    this.aligned = { window: this.geometry.span, offset: policy.offset }
+  }
+}
+
+/**
  * One policy's sub-windows for one key, oldest first; older ones stay only while unsent. One per
  * key and policy id on a node, shared by every set holding a policy of that id (see `Entries`):
  * a named policy's id leaves out its limit, so sets of two plans count in the same sub-windows.
@@ -172,11 +204,11 @@ export function geometryOf(policy: Policy): Geometry {
  * decision reads is its set's policy's.
  */
 export class PolicyCounters {
-  readonly windows: SubWindow[] = []
-  readonly algorithm: AlgorithmName
-  readonly geometry: Geometry
-  /** Sub-windows as `windowStart` reads them: `span` long, starting at the policy's `offset` (a calendar period's start). */
-  readonly #aligned: Pick<Policy, 'window' | 'offset'>
+  /**
+   * Replaced, not grown, when a sub-window is added: an array grown by one element reserves room
+   * for 16 more (136 bytes a key of `pnpm bench:memory`'s SyncedStore rows).
+   */
+  windows: readonly SubWindow[] = NONE
   /**
    * The limit of the last decision here, for the sync loop's thresholds (which key to watch, which
    * may hold its news); a plan change moves it with the first decision under the new limit.
@@ -196,11 +228,11 @@ export class PolicyCounters {
   #lastRateStart = Number.NEGATIVE_INFINITY
 
   constructor(
-    /** The policy id these counters are kept under. */
-    readonly id: string,
-    policy: Policy,
-    /** The Redis key of the hash for the sub-window starting at `start`. */
-    readonly keyAt: (start: number) => string,
+    readonly shape: PolicyShape,
+    /** The key counted. */
+    readonly key: string,
+    /** The limit of the first decision (see `limit`). */
+    limit: number,
     /**
      * Which of this node's fields in those hashes hold these counters' running totals (see
      * `FIELD_LUA`): counters made again for a key the store forgot start from 0, so they must not
@@ -208,10 +240,25 @@ export class PolicyCounters {
      */
     readonly incarnation = 0,
   ) {
-    this.algorithm = policy.algorithm
-    this.geometry = geometryOf(policy)
-    this.#aligned = { window: this.geometry.span, offset: policy.offset }
-    this.limit = policy.limit
+    this.limit = limit
+  }
+
+  /** The policy id these counters are kept under. */
+  get id(): string {
+    return this.shape.id
+  }
+
+  get algorithm(): AlgorithmName {
+    return this.shape.algorithm
+  }
+
+  get geometry(): Geometry {
+    return this.shape.geometry
+  }
+
+  /** The Redis key of the hash for the sub-window starting at `start`. */
+  keyAt(start: number): string {
+    return this.shape.keyAt(this.key, start)
   }
 
   /** The sub-window starting at `start`, made if missing (kept in start order). */
@@ -223,15 +270,15 @@ export class PolicyCounters {
       const w = windows[i] as SubWindow
       if (w.start === start) return w
       if (w.start < start) {
-        const made = new SubWindow(this.keyAt(start), start)
+        const made = new SubWindow(this, start)
         // A hot key stays hot: the new sub-window starts from the last one's rate.
         made.othersRate = w.othersRate
-        windows.splice(i + 1, 0, made)
+        this.windows = [...windows.slice(0, i + 1), made, ...windows.slice(i + 1)]
         return made
       }
     }
-    const made = new SubWindow(this.keyAt(start), start)
-    windows.unshift(made)
+    const made = new SubWindow(this, start)
+    this.windows = [made, ...windows]
     return made
   }
 
@@ -349,7 +396,7 @@ export class PolicyCounters {
 
   /** The start of the sub-window holding `now` (a fixed window's: where the core transition starts it, `offset` included). */
   currentStart(now: number): number {
-    return windowStart(now, this.#aligned)
+    return windowStart(now, this.shape.aligned)
   }
 
   /** Whether a sub-window still weighs in an estimate at `now`. */
@@ -376,6 +423,7 @@ export class PolicyCounters {
   /** Drops sub-windows that no estimate reads and Redis has heard in full. */
   prune(now: number): void {
     const { windows } = this
+    let kept = 0
     for (let i = windows.length - 1; i >= 0; i--) {
       const w = windows[i] as SubWindow
       if (!this.live(w, now) && !w.dirty) {
@@ -383,9 +431,9 @@ export class PolicyCounters {
           this.#lastRate = w.asked / this.geometry.span
           this.#lastRateStart = w.start
         }
-        windows.splice(i, 1)
-      }
+      } else kept++
     }
+    if (kept < windows.length) this.windows = kept === 0 ? NONE : windows.filter((w) => this.live(w, now) || w.dirty)
   }
 
   /**
