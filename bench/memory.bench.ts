@@ -48,7 +48,9 @@ const synced = (algorithm: AlgorithmName, policies: 1 | 2) =>
   SYNCED + sluice(algorithm, policies).slice('sluice '.length)
 const NAMES = [
   ...ALGORITHMS.map((a) => sluice(a, 1)),
+  sluice('fixed-window', 2),
   sluice('sliding-window', 2),
+  sluice('token-bucket', 2),
   sluice('sliding-log', 2),
   sluice('sliding-window', 1) + BUSY,
   sluice('sliding-window', 2) + BUSY,
@@ -174,6 +176,8 @@ if (args.includes('--one')) {
   await server.stop()
   const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number
   const bytes = (name: string) => median(samples.get(name) as number[])
+  // A peer left out by --only has no figure to divide by.
+  const ratio = (own: number, peer: string) => (peer.includes(ONLY) ? `${(own / bytes(peer)).toFixed(2)}×` : '–')
   console.log(
     `node ${process.version}; heap growth for ${KEYS} keys, one decision each (busy rows: nine); ` +
       `median of ${ROUNDS} rounds\n`,
@@ -183,9 +187,7 @@ if (args.includes('--one')) {
   for (const name of NAMES) {
     if (!name.includes(ONLY)) continue
     const own = bytes(name)
-    console.log(
-      `| ${name} | ${own.toFixed(0)} | ${(own / bytes(ERL)).toFixed(2)}× | ${(own / bytes(RLF)).toFixed(2)}× |`,
-    )
+    console.log(`| ${name} | ${own.toFixed(0)} | ${ratio(own, ERL)} | ${ratio(own, RLF)} |`)
   }
   console.log('\n"vs" columns: this row\'s bytes ÷ the peer\'s (below 1: this row holds less).')
   console.log('Busy keys: nine decisions per key over three sub-windows of each policy (see the top of this file).')

@@ -4,6 +4,10 @@ import { windowStart } from '@sluice/core/store'
 /** No sub-windows: shared by every counters that hold none. */
 const NONE: readonly SubWindow[] = Object.freeze([])
 
+const DENIED_HERE = 1
+const DENIED_SENT = 2
+const DENIED_ANYWHERE = 4
+
 /** Hashes outlive their last estimate by this much, so a late flush still finds them. */
 const KEEP_SLACK_MS = 5000
 
@@ -21,12 +25,11 @@ export class SubWindow {
   sentAdmitted = 0
   sentRefunded = 0
   sentExact = 0
-  deniedHere = false
-  deniedSent = false
+  /** DENIED_HERE, DENIED_SENT and DENIED_ANYWHERE: one field for three flags (16 bytes a sub-window, `pnpm bench:memory`). */
+  #denials = 0
   /** Σ over nodes at the last reply, and this node's part of it then. */
   global = 0
   mineInGlobal = 0
-  deniedAnywhere = false
   /** Units asked for here (admitted or not): this node's offered load, to project the others'. */
   asked = 0
   /** How fast the other nodes' count grew (units per ms), from the last two replies: a projection of what they add unseen. */
@@ -49,6 +52,21 @@ export class SubWindow {
     readonly start: number,
   ) {
     this.#baseAt = start
+  }
+
+  /** Denied here (a decision on this node found the sub-window full). */
+  get deniedHere(): boolean {
+    return (this.#denials & DENIED_HERE) !== 0
+  }
+
+  /** Redis holds this node's denial. */
+  get deniedSent(): boolean {
+    return (this.#denials & DENIED_SENT) !== 0
+  }
+
+  /** A node denied in this sub-window, as the last reply said. */
+  get deniedAnywhere(): boolean {
+    return (this.#denials & DENIED_ANYWHERE) !== 0
   }
 
   /** The Redis key of this sub-window's hash, built when a call names it (per key it would be most of the key's memory). */
@@ -76,7 +94,7 @@ export class SubWindow {
     this.heardAt = Math.max(this.heardAt, at)
     this.global = mine + others
     this.mineInGlobal = mine
-    if (deniedAnywhere) this.deniedAnywhere = true
+    if (deniedAnywhere) this.#denials |= DENIED_ANYWHERE
   }
 
   /** Redis holds these totals of this node's now (and its denial, when `denied`). */
@@ -84,7 +102,7 @@ export class SubWindow {
     this.sentAdmitted = Math.max(this.sentAdmitted, admitted)
     this.sentRefunded = Math.max(this.sentRefunded, refunded)
     this.sentExact = Math.max(this.sentExact, exact)
-    if (denied) this.deniedSent = true
+    if (denied) this.#denials |= DENIED_SENT
   }
 
   /** Redis may lose its keys (unreachable) or has (restarted empty): the others' count known now stays counted. */
@@ -97,7 +115,7 @@ export class SubWindow {
     this.sentAdmitted = 0
     this.sentRefunded = 0
     this.sentExact = 0
-    this.deniedSent = false
+    this.#denials &= ~DENIED_SENT
   }
 
   /** Units asked for here, admitted or not. */
@@ -127,8 +145,7 @@ export class SubWindow {
 
   /** Denied here; `sent` when the exact script has already told Redis. */
   deny(sent = false): void {
-    this.deniedHere = true
-    if (sent) this.deniedSent = true
+    this.#denials |= sent ? DENIED_HERE | DENIED_SENT : DENIED_HERE
   }
 
   /** The count starts again from 0 on every node (Redis's `o` takes the sum off). */
@@ -136,8 +153,7 @@ export class SubWindow {
     this.othersFloor = 0
     this.global = 0
     this.mineInGlobal = this.mine
-    this.deniedAnywhere = false
-    this.deniedHere = false
+    this.#denials &= DENIED_SENT
   }
 
   /** This node's net count. */
