@@ -221,8 +221,9 @@ export class PolicyShape {
  */
 export class PolicyCounters {
   /**
-   * Replaced, not grown, when a sub-window is added: an array grown by one element reserves room
-   * for 16 more (136 bytes a key of `pnpm bench:memory`'s SyncedStore rows).
+   * Replaced, not grown, when a sub-window is added or dropped, by `slice` and `concat`, which
+   * allocate what they hold: `push`, spread and `filter` leave spare room (16 slots on an array
+   * grown by one): 136 bytes a key of `pnpm bench:memory`'s SyncedStore rows.
    */
   windows: readonly SubWindow[] = NONE
   /**
@@ -289,12 +290,12 @@ export class PolicyCounters {
         const made = new SubWindow(this, start)
         // A hot key stays hot: the new sub-window starts from the last one's rate.
         made.othersRate = w.othersRate
-        this.windows = [...windows.slice(0, i + 1), made, ...windows.slice(i + 1)]
+        this.windows = windows.slice(0, i + 1).concat(made, windows.slice(i + 1))
         return made
       }
     }
     const made = new SubWindow(this, start)
-    this.windows = [made, ...windows]
+    this.windows = [made].concat(windows)
     return made
   }
 
@@ -449,7 +450,8 @@ export class PolicyCounters {
         }
       } else kept++
     }
-    if (kept < windows.length) this.windows = kept === 0 ? NONE : windows.filter((w) => this.live(w, now) || w.dirty)
+    if (kept < windows.length)
+      this.windows = kept === 0 ? NONE : windows.filter((w) => this.live(w, now) || w.dirty).slice()
   }
 
   /**
