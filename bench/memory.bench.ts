@@ -12,13 +12,20 @@
  * a key whose counts spread over several sub-windows (for the sliding log: the minute policy's log
  * holds all nine entries, the 1 s policy's up to three), where the others show a key seen once.
  *
- *   pnpm bench:memory [--keys 100000] [--rounds 3]
+ * SyncedStore rows (fixed and sliding window, token bucket leased) run on a private redis-server
+ * this script starts, with the default interval; what they counted is flushed to it before the
+ * second measurement, so a row holds a key's state as synced, not the sync loop's lists of news.
+ *
+ *   pnpm bench:memory [--keys 100000] [--rounds 3] [--only SyncedStore]
  */
 import { execFileSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { ALGORITHMS, type AlgorithmName, createLimiter, MemoryStore, type PolicyOptions } from '@sluice/core'
+import { SyncedStore } from '@sluice/redis'
 import { MemoryStore as ErlMemoryStore } from 'express-rate-limit'
+import { Redis } from 'ioredis'
 import { RateLimiterMemory } from 'rate-limiter-flexible'
+import { startRedisServer } from '../test/support/redis.js'
 
 const args = process.argv.slice(2)
 const option = (name: string, fallback: string) => {
@@ -27,6 +34,8 @@ const option = (name: string, fallback: string) => {
 }
 const KEYS = Number(option('keys', '100000'))
 const ROUNDS = Number(option('rounds', '3'))
+/** Rows whose name contains this (all when empty). */
+const ONLY = option('only', '')
 
 const ERL = 'express-rate-limit MemoryStore'
 const RLF = 'rate-limiter-flexible RateLimiterMemory'
@@ -34,14 +43,27 @@ const TWO = ', 2 stores (100/min and 10/s)'
 const sluice = (algorithm: AlgorithmName, policies: 1 | 2) =>
   `sluice ${algorithm}, ${policies} ${policies === 1 ? 'policy' : 'policies'}`
 const BUSY = ', busy keys'
+const SYNCED = 'SyncedStore '
+const synced = (algorithm: AlgorithmName, policies: 1 | 2) =>
+  SYNCED + sluice(algorithm, policies).slice('sluice '.length)
 const NAMES = [
   ...ALGORITHMS.map((a) => sluice(a, 1)),
+  sluice('fixed-window', 2),
   sluice('sliding-window', 2),
+  sluice('token-bucket', 2),
   sluice('sliding-log', 2),
   sluice('sliding-window', 1) + BUSY,
   sluice('sliding-window', 2) + BUSY,
   sluice('sliding-log', 1) + BUSY,
   sluice('sliding-log', 2) + BUSY,
+  synced('fixed-window', 1),
+  synced('fixed-window', 2),
+  synced('sliding-window', 1),
+  synced('sliding-window', 2),
+  synced('sliding-window', 1) + BUSY,
+  synced('sliding-window', 2) + BUSY,
+  synced('token-bucket', 1),
+  synced('token-bucket', 2),
   ERL,
   ERL + BUSY,
   RLF,
@@ -80,14 +102,29 @@ function contender(row: string): (key: string) => Promise<unknown> {
     const limiter = new RateLimiterMemory({ points: 100, duration: 60 })
     return (key) => limiter.consume(key)
   }
-  const algorithm = ALGORITHMS.find((a) => name === sluice(a, 1) || name === sluice(a, 2)) as AlgorithmName
+  const isSynced = name.startsWith(SYNCED)
+  const algorithm = ALGORITHMS.find((a) =>
+    isSynced ? name === synced(a, 1) || name === synced(a, 2) : name === sluice(a, 1) || name === sluice(a, 2),
+  ) as AlgorithmName
   const minute: PolicyOptions = { limit: 100, window: 60_000, algorithm }
   const second: PolicyOptions = { limit: 10, window: 1_000, algorithm, name: 'burst' }
-  const limits = name === sluice(algorithm, 1) ? [minute] : [minute, second]
-  const store = new MemoryStore({ maxKeys: 2 * KEYS, ...(busy ? { now: () => clock } : {}) })
+  const limits = name.endsWith(', 1 policy') ? [minute] : [minute, second]
+  const clockOption = busy ? { now: () => clock } : {}
+  const store = isSynced
+    ? new SyncedStore({
+        client: new Redis(process.env.SLUICE_BENCH_REDIS as string),
+        prefix: `mem${process.pid}`,
+        maxKeys: 2 * KEYS,
+        ...clockOption,
+      })
+    : new MemoryStore({ maxKeys: 2 * KEYS, ...clockOption })
   const limiter = createLimiter({ limits, store })
+  flush = isSynced ? () => (store as SyncedStore).flush() : async () => {}
   return (key) => limiter.consume(key)
 }
+
+/** Sends what a SyncedStore row counted, so the figure holds its state as synced, not the sync's own lists. */
+let flush = async (): Promise<void> => {}
 
 /** Heap in use after full collections (twice: weak references and finalizers settle). */
 function heapUsed(): number {
@@ -109,6 +146,7 @@ async function measureOne(name: string): Promise<void> {
     clock = base + step
     for (const key of keys) await decide(key)
   }
+  await flush()
   const after = heapUsed()
   console.log((after - before) / KEYS)
   // Keep the store and keys alive until after the measurement.
@@ -121,19 +159,25 @@ if (args.includes('--one')) {
 } else {
   const script = fileURLToPath(import.meta.url)
   const samples = new Map<string, number[]>(NAMES.map((n) => [n, []]))
+  const server = await startRedisServer()
   for (let round = 0; round < ROUNDS; round++) {
     for (const name of NAMES) {
+      if (!name.includes(ONLY)) continue
       const output = execFileSync(
         process.execPath,
         ['--expose-gc', '--import', 'tsx', '--conditions=source', script, '--one', name, '--keys', String(KEYS)],
-        { encoding: 'utf8' },
+        { encoding: 'utf8', env: { ...process.env, SLUICE_BENCH_REDIS: server.url } },
       )
+      process.stderr.write(`${name}: ${output.trim().split('\n').pop()}\n`)
       samples.get(name)?.push(Number(output.trim().split('\n').pop()))
     }
     process.stderr.write(`round ${round + 1}/${ROUNDS} done\n`)
   }
+  await server.stop()
   const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number
   const bytes = (name: string) => median(samples.get(name) as number[])
+  // A peer left out by --only has no figure to divide by.
+  const ratio = (own: number, peer: string) => (peer.includes(ONLY) ? `${(own / bytes(peer)).toFixed(2)}×` : '–')
   console.log(
     `node ${process.version}; heap growth for ${KEYS} keys, one decision each (busy rows: nine); ` +
       `median of ${ROUNDS} rounds\n`,
@@ -141,10 +185,9 @@ if (args.includes('--one')) {
   console.log('| store | bytes/key | vs express-rate-limit | vs rate-limiter-flexible |')
   console.log('|---|---:|---:|---:|')
   for (const name of NAMES) {
+    if (!name.includes(ONLY)) continue
     const own = bytes(name)
-    console.log(
-      `| ${name} | ${own.toFixed(0)} | ${(own / bytes(ERL)).toFixed(2)}× | ${(own / bytes(RLF)).toFixed(2)}× |`,
-    )
+    console.log(`| ${name} | ${own.toFixed(0)} | ${ratio(own, ERL)} | ${ratio(own, RLF)} |`)
   }
   console.log('\n"vs" columns: this row\'s bytes ÷ the peer\'s (below 1: this row holds less).')
   console.log('Busy keys: nine decisions per key over three sub-windows of each policy (see the top of this file).')

@@ -3,7 +3,7 @@ import { SubWindow } from './counters.js'
 
 /** A sub-window where this node admitted 40 and a reply reported 100 in all (60 of the others'). */
 function heardOf100(): SubWindow {
-  const w = new SubWindow('k', 0)
+  const w = new SubWindow({ keyAt: () => 'k' }, 0)
   w.count(40)
   w.acknowledge(40, 0, 0, false)
   w.heard(100, 40, false, 100, 100)

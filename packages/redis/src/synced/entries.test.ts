@@ -1,9 +1,14 @@
 import { type Policy, parsePolicies } from '@sluice/core'
 import { describe, expect, it } from 'vitest'
-import { PolicyCounters } from './counters.js'
+import { PolicyCounters, PolicyShape } from './counters.js'
 import { Entries, type Entry } from './entries.js'
 
-const make = (policy: Policy) => new PolicyCounters(policy.id, policy, (start) => `${policy.id}:${start}`)
+const make = (policy: Policy) =>
+  new PolicyCounters(
+    new PolicyShape(policy.id, policy, (key, start) => `${key}:${policy.id}:${start}`),
+    'k',
+    policy.limit,
+  )
 
 describe('Entries: counters per key and policy id, shared across sets', () => {
   const free = parsePolicies([

@@ -20,19 +20,13 @@ export interface Entry {
  *
  * Counters are per key and policy id, not per set: two sets holding a policy of the same id (two
  * plans of one named policy, or one policy in two limiters) share one PolicyCounters, so a node
- * sends one running total per sub-window hash. Entries are the fast path to them; `#byKey` finds
- * them when an entry is made, or for a set with no entry of its own (peek, refund, reset).
+ * sends one running total per sub-window hash. A key's counters are found through its entries in
+ * every set (sets are few: the limiters' policy sets), when an entry is made or for a set with no
+ * entry of its own (peek, refund, reset); a map of them by key cost 40 bytes a key
+ * (`pnpm bench:memory`, SyncedStore rows).
  */
 export class Entries {
   readonly #bySet = new Map<string, Map<string, Entry>>()
-  /**
-   * Every key's counters, whichever sets hold them (a key has a few). One map entry per key, whose
-   * list is the first entry's own array until another set adds to it, so a new key costs what it
-   * did before counters were shared (two-policy set, CPU per new key, min of 8 rounds of 50k:
-   * 17.7–18.0 µs against 18.0–18.6 before; a map entry per policy id instead, 19.4–20.0). Lists
-   * are replaced, never changed in place, as an entry may own the array.
-   */
-  readonly #byKey = new Map<string, readonly PolicyCounters[]>()
   #size = 0
   #cursor: Generator<[Map<string, Entry>, string, Entry]> | undefined
 
@@ -46,8 +40,12 @@ export class Entries {
 
   /** The counters of `key` under policy id `id`, whichever set made them. */
   counters(key: string, id: string): PolicyCounters | undefined {
-    const known = this.#byKey.get(key)
-    return known === undefined ? undefined : withId(known, id)
+    for (const byKey of this.#bySet.values()) {
+      const entry = byKey.get(key)
+      const counters = entry === undefined ? undefined : withId(entry.counters, id)
+      if (counters !== undefined) return counters
+    }
+    return undefined
   }
 
   /**
@@ -55,19 +53,15 @@ export class Entries {
    * kept for the key and the policy's id, else made by `make`.
    */
   add(key: string, set: PolicySet, make: (policy: Policy) => PolicyCounters): Entry {
-    const known = this.#byKey.get(key)
+    // One set (the usual store) has no other entry of the key to share with.
+    const shared = this.#bySet.size > 1 || !this.#bySet.has(set.id)
     const entry: Entry = {
       used: 0,
       counters: set.policies.map((policy) => {
-        const counters = (known === undefined ? undefined : withId(known, policy.id)) ?? make(policy)
+        const counters = (shared ? this.counters(key, policy.id) : undefined) ?? make(policy)
         counters.holders++
         return counters
       }),
-    }
-    if (known === undefined) this.#byKey.set(key, entry.counters)
-    else {
-      const added = entry.counters.filter((counters) => !known.includes(counters))
-      if (added.length > 0) this.#byKey.set(key, [...known, ...added])
     }
     let byKey = this.#bySet.get(set.id)
     if (byKey === undefined) {
@@ -99,7 +93,7 @@ export class Entries {
       const [byKey, key, entry] = next.value
       if (visit(entry)) continue
       byKey.delete(key)
-      this.#release(key, entry)
+      this.#release(entry)
     }
   }
 
@@ -140,7 +134,7 @@ export class Entries {
           byKey.set(key, entry)
           continue
         }
-        const forgotten = this.#release(key, entry)
+        const forgotten = this.#release(entry)
         if (byKey.size === 0) this.#bySet.delete(id)
         return { key, forgotten }
       }
@@ -150,14 +144,10 @@ export class Entries {
   }
 
   /** A dropped entry: counters no other entry holds are forgotten with it; those counters. */
-  #release(key: string, entry: Entry): PolicyCounters[] {
+  #release(entry: Entry): PolicyCounters[] {
     this.#size--
     const forgotten: PolicyCounters[] = []
     for (const counters of entry.counters) if (--counters.holders === 0) forgotten.push(counters)
-    if (forgotten.length === 0) return forgotten
-    const left = this.#byKey.get(key)?.filter((counters) => counters.holders > 0) ?? []
-    if (left.length === 0) this.#byKey.delete(key)
-    else this.#byKey.set(key, left)
     return forgotten
   }
 }

@@ -8,7 +8,7 @@ import { RESET_LUA, resetCall, type SentWindow } from '../lua/sync.js'
 import { RedisStore } from '../store.js'
 import { BUCKETS, BucketPath } from './buckets.js'
 import { SyncClock } from './clock.js'
-import { PolicyCounters, type SubWindow } from './counters.js'
+import { PolicyCounters, PolicyShape, type SubWindow } from './counters.js'
 import { countIn, Entries, type Entry, MAX_USES, markDenied, statesOf } from './entries.js'
 import { EXACT_TIMEOUT_MS, ExactPath } from './exact.js'
 import { Fleet } from './fleet.js'
@@ -73,6 +73,8 @@ export class SyncedStore implements Store {
   readonly #shares: Shares
   readonly #entries = new Entries()
   readonly #counted = new WeakMap<PolicySet, boolean>()
+  /** Each policy id's shape, shared by every key's counters of that id (ids are few: the limiters' policies). */
+  readonly #shapes = new Map<string, PolicyShape>()
   /**
    * Counters forgotten for good so far (ghosts dropped): counters made afterwards take it as their
    * incarnation, so a key counted again after it was forgotten writes fields of its own (see
@@ -411,8 +413,14 @@ export class SyncedStore implements Store {
       this.#ghosts.delete(ghostId(key, policy.id))
       return ghost
     }
-    const head = `${this.prefix}{${hashTag(key)}}:${LAYOUT}${policy.id}:`
-    return new PolicyCounters(policy.id, policy, (start) => head + start, this.#incarnation)
+    let shape = this.#shapes.get(policy.id)
+    if (shape === undefined) {
+      const { prefix } = this
+      const tail = `}:${LAYOUT}${policy.id}:`
+      shape = new PolicyShape(policy.id, policy, (k, start) => `${prefix}{${hashTag(k)}${tail}${start}`)
+      this.#shapes.set(policy.id, shape)
+    }
+    return new PolicyCounters(shape, key, policy.limit, this.#incarnation)
   }
 
   /**
