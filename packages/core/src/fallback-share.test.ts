@@ -145,6 +145,21 @@ describe('FallbackShare over a shared store that fails', () => {
     )
   })
 
+  it.each(['fixed-window', 'sliding-window', 'sliding-log'] as const)(
+    '%s: a store emptied with no failure seen (FLUSHALL) grants no more of the window than the limit',
+    async (algorithm) => {
+      const fleet = fleetOf(algorithm, 4)
+      fleet.at(1000)
+      let admitted = await fleet.offer(30)
+      fleet.shared.empty()
+      fleet.at(2000)
+      admitted += await fleet.offer(150)
+      // Each process's first decision after the flush finds the store counting fewer than it admitted.
+      expect(admitted).toBeLessThanOrEqual(LIMIT)
+      expect(admitted).toBeGreaterThanOrEqual(LIMIT - 4)
+    },
+  )
+
   it.each(['sliding-window', 'sliding-log', 'token-bucket', 'gcra'] as const)(
     '%s: what the fleet admitted before a fault and after an emptied store comes back stays within the limit over the window',
     async (algorithm) => {

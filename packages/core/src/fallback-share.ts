@@ -33,8 +33,9 @@ export interface FallbackShareOptions {
  *
  * The limiter also tells it what the shared store admitted (`admitted`), so a share counts what
  * this process already admitted in the current window when the fault begins; and for a window
- * after its last decision (the shared store may have come back empty, its counts lost) a request
- * the shared store admits is denied once this process's share is spent. A fleet's window of the
+ * after its last decision, or after the shared store counts fewer of a window than this process
+ * admitted (it came back empty, or was flushed), a request the shared store admits is denied once
+ * this process's share is spent. A fleet's window of the
  * fault admits at most Σ max(admitted before the fault, share) over its processes: the limit when
  * shares follow the traffic, at most twice it however uneven.
  */
@@ -104,26 +105,33 @@ export class FallbackShare implements Store {
   }
 
   /**
-   * The shared store admitted `cost` for `key` (the limiter calls this): counted against this
-   * process's share. Within the hold after a fault, the share's outcomes when it is spent (the
-   * request is denied); otherwise undefined. A failure to count is ignored: the shared store decided.
+   * The shared store admitted `cost` for `key` with `outcomes` (the limiter calls this): counted
+   * against this process's share. A window's count in the shared store below this process's own
+   * says the store forgot it (FLUSHALL, an empty restart): the hold begins as after a fault.
+   * Within the hold, the share's outcomes when it is spent (the request is denied); otherwise
+   * undefined. A failure to count is ignored: the shared store decided.
    */
-  admitted(key: string, set: PolicySet, cost: number): Awaitable<readonly Outcome[] | undefined> {
-    const holding = this.#now() < this.#holdUntil
+  admitted(
+    key: string,
+    set: PolicySet,
+    cost: number,
+    outcomes: readonly Outcome[],
+  ): Awaitable<readonly Outcome[] | undefined> {
+    const share = this.#shareOf(set)
     let counted: Awaitable<readonly Outcome[]>
     try {
-      counted = this.#store.consume(key, this.#shareOf(set), cost)
+      counted = this.#store.consume(key, share, cost)
     } catch {
       return undefined
     }
-    if (isThenable(counted)) {
-      const spent = (counted as Promise<readonly Outcome[]>).then(
-        (outcomes) => (holding ? deniedOf(outcomes) : undefined),
-        () => undefined,
-      )
-      return holding ? spent : undefined
+    const judge = (own: readonly Outcome[]) => {
+      const now = this.#now()
+      if (forgot(set, outcomes, share, own)) this.#holdUntil = Math.max(this.#holdUntil, now + holdMs(set))
+      return now < this.#holdUntil ? deniedOf(own) : undefined
     }
-    return holding ? deniedOf(counted as readonly Outcome[]) : undefined
+    return isThenable(counted)
+      ? (counted as Promise<readonly Outcome[]>).then(judge, () => undefined)
+      : judge(counted as readonly Outcome[])
   }
 
   #shareOf(set: PolicySet): PolicySet {
@@ -154,6 +162,24 @@ function shareOf(policy: Policy, fraction: number): Policy {
     limit: Math.max(1, Math.floor(policy.limit * fraction + 1e-9)),
     burst: Math.max(1, Math.floor(policy.burst * fraction + 1e-9)),
   }
+}
+
+/** Policies whose counts the shared store and this process's share keep alike (a bucket's refill differs). */
+const COUNTED: ReadonlySet<string> = new Set(['fixed-window', 'sliding-window', 'sliding-log'])
+
+/**
+ * Whether the shared store counts fewer of a window than this process alone admitted (one unit of
+ * slack for a sliding window's estimates): then it has forgotten them.
+ */
+function forgot(set: PolicySet, outcomes: readonly Outcome[], share: PolicySet, own: readonly Outcome[]): boolean {
+  for (let i = 0; i < set.policies.length; i++) {
+    const policy = set.policies[i] as Policy
+    if (!COUNTED.has(policy.algorithm)) continue
+    const stored = policy.limit - (outcomes[i] as Outcome).remaining
+    const counted = (share.policies[i] as Policy).limit - (own[i] as Outcome).remaining
+    if (counted > stored + 1) return true
+  }
+  return false
 }
 
 /** The outcomes when one denies; else undefined. */

@@ -169,7 +169,7 @@ export class GuardedStore {
     if (cost === PEEK || !outcomes.every((outcome) => outcome.allowed)) {
       return toDecision(key, this.#policies, outcomes, 'store')
     }
-    const spent = share.admitted(this.#stored(key), on, cost)
+    const spent = share.admitted(this.#stored(key), on, cost, outcomes)
     const decide = (denied: readonly Outcome[] | undefined) =>
       denied === undefined
         ? toDecision(key, this.#policies, outcomes, 'store')
