@@ -3,7 +3,7 @@ import type { Outcome } from './algorithms/index.js'
 import { ConfigError } from './errors.js'
 import { FallbackShare } from './fallback-share.js'
 import { createLimiter } from './limiter.js'
-import { ALGORITHMS, type PolicySet } from './policy.js'
+import type { ALGORITHMS, PolicySet } from './policy.js'
 import type { Store } from './stores/contract.js'
 import { MemoryStore } from './stores/memory-store.js'
 
