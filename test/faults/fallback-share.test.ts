@@ -25,10 +25,14 @@ const options: SuiteOptions = {
 
 describe.skipIf(!(await privateRedisAvailable()))('FallbackShare in four processes through Redis faults', () => {
   it('kill -9 early in a window and FLUSHALL late in one: each window of a fault admits about the limit', async () => {
-    const result = await runFallbackFaults(options, [
-      { fault: 'kill -9', offsetMs: 200 },
-      { fault: 'FLUSHALL', offsetMs: 1800 },
-    ])
+    const result = await runFallbackFaults(
+      options,
+      [
+        { fault: 'kill -9', offsetMs: 200 },
+        { fault: 'FLUSHALL', offsetMs: 1800 },
+      ],
+      true,
+    )
     console.log(result.windows)
     expect(result.unhandled).toBe(0)
     expect(result.exitCodes).toEqual(result.exitCodes.map(() => 0))

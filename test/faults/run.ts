@@ -280,13 +280,14 @@ export interface WindowOfFault {
 
 /**
  * Processes with `FallbackShare` + `FleetSize` on one private Redis; each fault in turn begins
- * `offsetMs` into a window (every window aligned to the epoch, as the fixed window's), with two
- * idle-of-faults windows between them so that each fault's window and the next are its own.
+ * `offsetMs` into a window (every window aligned to the epoch, as the fixed window's), the next
+ * fault in the window after the next (`quick`: in the next but one, while the hold may last).
  * Every admission of the hot key, whoever decided it, counts in the window it was asked in.
  */
 export async function runFallbackFaults(
   options: SuiteOptions,
   faults: readonly { fault: FallbackFault; offsetMs: number }[],
+  quick = false,
 ): Promise<{ windows: WindowOfFault[]; unhandled: number; exitCodes: (number | null)[]; processes: number[] }> {
   let server = await startRedisServer()
   const workers = new Workers(
@@ -305,9 +306,9 @@ export async function runFallbackFaults(
       await sleep(windowMs - (Date.now() % windowMs) + offsetMs)
       starts.push(Date.now())
       server = await applyFallbackFault(fault, server, options.faultMs)
-      // The window of the fault, the next, and one more for the hold to end.
+      // The window of the fault and the next (and, unless `quick`, one more for the hold to end).
       const windowStart = starts[starts.length - 1] as number
-      await sleep(3 * windowMs - (windowStart % windowMs) - 20)
+      await sleep((quick ? 2 : 3) * windowMs - (windowStart % windowMs) - 20)
     }
     const result = await workers.finish([], options)
     const samples = workers.reports.flatMap((report) => report.samples.filter((s) => s.hot && s.allowed))
