@@ -280,8 +280,8 @@ export interface WindowOfFault {
 
 /**
  * Processes with `FallbackShare` + `FleetSize` on one private Redis; each fault in turn begins
- * `offsetMs` into a window (every window aligned to the epoch, as the fixed window's), the next
- * fault in the window after the next (`quick`: in the next but one, while the hold may last).
+ * `offsetMs` into a window (every window aligned to the epoch, as the fixed window's); the next
+ * fault comes two windows later, after the hold has ended (`quick`: one window later).
  * Every admission of the hot key, whoever decided it, counts in the window it was asked in.
  */
 export async function runFallbackFaults(
