@@ -12,6 +12,7 @@ const PAIRED = [
   'test/synced/faults.test.ts',
   'test/faults/soak.test.ts',
   'test/faults/flood.test.ts',
+  'test/faults/fallback-share.test.ts',
   'test/synced/cardinality.test.ts',
   'test/synced/lease-processes.test.ts',
   // CLIENT PAUSE on the shared Redis would stall other files' calls: none of this group uses it.

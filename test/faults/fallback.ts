@@ -1,29 +1,15 @@
-// A fallback that shares, measured: four app processes at 3× a limit, Redis frozen (SIGSTOP)
-// for 3 s, once with a MemoryStore fallback in each process and once with a FallbackShare of the
-// processes a FleetSize counts; the breaker's default 1 s cooldown, the README's 200 ms timeout.
-//   pnpm tsx --conditions=source test/faults/fallback.ts
-import { runFallbackStall, type SuiteOptions } from './run.js'
+// RedisStore + FallbackShare + FleetSize through every fault of FALLBACK_FAULTS, 1 s and 9 s into a
+// 10 s window (fixed window unless --algorithm says otherwise). Prints the table of test/faults/README.md.
+//   pnpm tsx --conditions=source test/faults/fallback.ts [--algorithm sliding-window] [--offsets 1000,9000]
+import type { AlgorithmName } from '@sluice/core'
+import { fallbackTable } from './fallback-table.js'
 
-/** 200 per 10 s on the hot key; each process asks 100 times a second: 20× the limit in all. */
-const options: SuiteOptions = {
-  workers: 4,
-  faultMs: 3000,
-  recoveryMs: 3000,
-  baselineMs: 1000,
-  worker: { limit: 200, windowMs: 10_000, timeoutMs: 200, cooldownMs: 1000, tickMs: 10 },
+const arg = (name: string) => {
+  const i = process.argv.indexOf(name)
+  return i === -1 ? undefined : process.argv[i + 1]
 }
-
-let ok = true
-console.log(
-  '| fallback | processes counted | admitted by the fallbacks during the 3 s stall (limit 200) | recovery ms | unhandled |',
-)
-console.log('|---|---|---:|---:|---:|')
-for (const fallback of ['memory', 'share'] as const) {
-  const result = await runFallbackStall(options, fallback)
-  const [f] = result.faults
-  console.log(
-    `| ${fallback === 'memory' ? '`new MemoryStore()`' : '`FallbackShare` + `FleetSize`'} | ${result.processes.join(', ')} | ${f?.fallbackAdmitted} | ${f?.recoveryMs} | ${result.unhandled} |`,
-  )
-  ok &&= result.unhandled === 0 && result.exitCodes.every((code) => code === 0)
-}
+const algorithm = (arg('--algorithm') ?? 'fixed-window') as AlgorithmName
+const offsets = (arg('--offsets') ?? '1000,9000').split(',').map(Number)
+const { text, ok } = await fallbackTable(algorithm, offsets)
+console.log(text)
 process.exit(ok ? 0 : 1)

@@ -1,6 +1,7 @@
 // The fault suite's long form: four app processes, 3 s faults, a 5 s breaker cooldown (the default before it became 1 s),
-// then a Cluster failover, then SyncedStore under a key flood. Prints the tables of test/faults/README.md.
+// then a Cluster failover, then SyncedStore under a key flood, then FallbackShare through Redis faults. Prints the tables of test/faults/README.md.
 //   pnpm test:faults [--short]
+import { fallbackTable } from './fallback-table.js'
 import { LONG, runFailover, runFaultSuite, SHORT, table } from './run.js'
 import { floodTable, runSyncedFlood } from './synced-flood.js'
 
@@ -14,4 +15,7 @@ for (const suite of [runFaultSuite, runFailover]) {
 const flood = await runSyncedFlood()
 console.log(`SyncedStore under a key flood (maxKeys 1000):\n${floodTable(flood)}\n`)
 ok &&= flood.every((row) => row.mostInWindow <= 105 && row.failed === 0)
+const fallback = await fallbackTable('fixed-window')
+console.log(`RedisStore + FallbackShare through faults 1 s and 9 s into a window:\n${fallback.text}\n`)
+ok &&= fallback.ok
 process.exit(ok ? 0 : 1)

@@ -185,6 +185,8 @@ class Workers {
   readonly ready: Promise<unknown>
   /** Each process's FleetSize count at the end, once finished. */
   processes: number[] = []
+  /** Each process's records, once finished. */
+  reports: WorkerReport[] = []
 
   /** Process i's store uses `libraries[i % libraries.length]`: every bound holds for each library. */
   constructor(worker: string, config: Omit<WorkerConfig, 'library'>, count: number, libraries: readonly Library[]) {
@@ -212,6 +214,7 @@ class Workers {
     )
     const exitCodes = await Promise.all(this.exits)
     this.processes = reports.map((report) => report.processes)
+    this.reports = reports
     const faults = phases.map((phase, i) =>
       measure(phase, phases[i + 1]?.start ?? Number.POSITIVE_INFINITY, reports, options),
     )
@@ -258,6 +261,82 @@ export async function runFallbackStall(
     workers.kill()
     await server.stop()
   }
+}
+
+/** The faults `runFallbackFaults` applies: kill -9 (a new empty server `faultMs` later), a freeze, an empty restart, FLUSHALL. */
+export const FALLBACK_FAULTS = ['kill -9', 'SIGSTOP, SIGCONT', 'restart empty', 'FLUSHALL'] as const
+export type FallbackFault = (typeof FALLBACK_FAULTS)[number]
+
+export interface WindowOfFault {
+  fault: FallbackFault
+  /** Where in its window the fault began, in ms. */
+  offsetMs: number
+  /** Hot-key requests admitted by anyone (store or fallback) in the window of the fault, and in the next. */
+  admitted: number
+  admittedNext: number
+  /** Of `admitted`, those the fallbacks decided. */
+  byFallback: number
+}
+
+/**
+ * Processes with `FallbackShare` + `FleetSize` on one private Redis; each fault in turn begins
+ * `offsetMs` into a window (every window aligned to the epoch, as the fixed window's); the next
+ * fault comes two windows later, after the hold has ended (`quick`: one window later).
+ * Every admission of the hot key, whoever decided it, counts in the window it was asked in.
+ */
+export async function runFallbackFaults(
+  options: SuiteOptions,
+  faults: readonly { fault: FallbackFault; offsetMs: number }[],
+  quick = false,
+): Promise<{ windows: WindowOfFault[]; unhandled: number; exitCodes: (number | null)[]; processes: number[] }> {
+  let server = await startRedisServer()
+  const workers = new Workers(
+    await workerPath(),
+    { ...options.worker, port: server.port, prefix: prefixOf(), fallback: 'share' },
+    options.workers,
+    LIBRARIES,
+  )
+  const { windowMs } = options.worker
+  const starts: number[] = []
+  try {
+    await workers.ready
+    // The heartbeats (one a second) tell each process how many share the limit.
+    await sleep(Math.max(options.baselineMs, 2500))
+    for (const { fault, offsetMs } of faults) {
+      await sleep(windowMs - (Date.now() % windowMs) + offsetMs)
+      starts.push(Date.now())
+      server = await applyFallbackFault(fault, server, options.faultMs)
+      // The window of the fault and the next (and, unless `quick`, one more for the hold to end).
+      const windowStart = starts[starts.length - 1] as number
+      await sleep((quick ? 2 : 3) * windowMs - (windowStart % windowMs) - 20)
+    }
+    const result = await workers.finish([], options)
+    const samples = workers.reports.flatMap((report) => report.samples.filter((s) => s.hot && s.allowed))
+    const windows = faults.map(({ fault, offsetMs }, i) => {
+      const window = Math.floor((starts[i] as number) / windowMs)
+      const inWindow = (s: Sample, w: number) => Math.floor(s.at / windowMs) === w
+      return {
+        fault,
+        offsetMs,
+        admitted: samples.filter((s) => inWindow(s, window)).length,
+        admittedNext: samples.filter((s) => inWindow(s, window + 1)).length,
+        byFallback: samples.filter((s) => inWindow(s, window) && s.source === 'fallback').length,
+      }
+    })
+    return { windows, unhandled: result.unhandled, exitCodes: result.exitCodes, processes: workers.processes }
+  } finally {
+    workers.kill()
+    await server.stop()
+  }
+}
+
+async function applyFallbackFault(fault: FallbackFault, server: RedisServer, faultMs: number): Promise<RedisServer> {
+  if (fault !== 'FLUSHALL') return apply(fault, server, faultMs)
+  const admin = new Redis(server.port, { lazyConnect: true })
+  await admin.connect()
+  await admin.flushall()
+  admin.disconnect()
+  return server
 }
 
 /** Applies one fault and returns the server that runs afterwards (a new one after a restart). */

@@ -2,7 +2,14 @@
 // load (a decision every `tickMs` on the shared hot key, and one on a random key), recording
 // every decision. The parent sends 'stop'; the worker answers with its records and exits.
 // Run as: node --import tsx --conditions=source test/faults/worker.ts '<config json>'
-import { BreakerOpenError, createLimiter, FallbackShare, MemoryStore, type ObserveEvent } from '@sluice/core'
+import {
+  type AlgorithmName,
+  BreakerOpenError,
+  createLimiter,
+  FallbackShare,
+  MemoryStore,
+  type ObserveEvent,
+} from '@sluice/core'
 import { FleetSize, RedisStore } from '@sluice/redis'
 import { type ClientKind, clientKind } from '../support/clients.js'
 
@@ -13,8 +20,10 @@ export interface WorkerConfig {
   /** A Cluster's nodes instead of the single server at `port`. */
   cluster?: { host: string; port: number }[]
   prefix: string
-  /** The hot key's limit per `windowMs` (fixed window), shared by every worker. */
+  /** The hot key's limit per `windowMs`, shared by every worker. */
   limit: number
+  /** Default 'fixed-window'. */
+  algorithm?: AlgorithmName
   windowMs: number
   timeoutMs: number
   cooldownMs: number
@@ -64,7 +73,7 @@ const opened: number[] = []
 const closed: number[] = []
 const fleet = config.fallback === 'share' ? new FleetSize({ client, prefix: config.prefix }) : undefined
 const limiter = createLimiter({
-  limits: [{ limit: config.limit, window: config.windowMs, algorithm: 'fixed-window' }],
+  limits: [{ limit: config.limit, window: config.windowMs, algorithm: config.algorithm ?? 'fixed-window' }],
   store: new RedisStore({ client, prefix: config.prefix, deniedCache: false }),
   onStoreError:
     fleet !== undefined

@@ -4,6 +4,7 @@
 import { createLimiter, type Decision, FallbackShare, type Limiter, MemoryStore } from '@sluice/core'
 import type { Store } from '@sluice/core/store'
 import { FleetSize, RedisStore } from '@sluice/redis'
+import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { CLIENTS, type TestClient } from '../support/clients.js'
 import { privateRedisAvailable, type RedisServer, startRedisServer } from '../support/redis.js'
@@ -105,6 +106,31 @@ describe.skipIf(!privateRedis || !ioredis)('a fallback that shares, while Redis 
     await until(() => staying.processes === 2 && leaving.processes === 2)
     await leaving.close()
     await until(() => staying.processes === 1)
+  })
+
+  it('FleetSize keeps the count while the set fills again after FLUSHALL, rather than counting 1 at its first beat', async () => {
+    const pair = await Promise.all(
+      [0, 1].map(async () => {
+        const connected = await (ioredis as NonNullable<typeof ioredis>).single(server.port, 'recommended')
+        clients.push(connected)
+        return new FleetSize({ client: connected.client, prefix: 'flush:' })
+      }),
+    )
+    fleets.push(...pair)
+    await until(() => pair.every((fleet) => fleet.processes === 2))
+    const admin = new Redis(server.port)
+    await admin.flushall()
+    // Until both have beaten into the new set (a beat a second each), the least either counted.
+    let least = 2
+    await until(
+      async () => {
+        least = Math.min(least, ...pair.map((fleet) => fleet.processes))
+        return (await admin.zcard('flush:{sluice-nodes}:live')) === 2
+      },
+      { every: 5 },
+    )
+    admin.disconnect()
+    expect(least).toBe(2)
   })
 
   it('a MemoryStore fallback enforces the whole limit in each store: four times it in all', async () => {

@@ -3,6 +3,7 @@ import type { Breaker } from './breaker.js'
 import type { Deadlines } from './deadlines.js'
 import { type Decision, type DecisionSource, decisionOf, type PolicyDecision, toDecision } from './decision.js'
 import { describeError } from './errors.js'
+import { FallbackShare } from './fallback-share.js'
 import type { ObserveEvent } from './observe.js'
 import type { Policy, PolicySet } from './policy.js'
 import { storedKey } from './stored-key.js'
@@ -54,6 +55,8 @@ export class GuardedStore {
   readonly #labels: boolean
   /** Whether decisions are coming from onStoreError rather than the store. */
   #failing = false
+  /** A fallback that counts what the store admits (this process's share of each limit). */
+  readonly #share: FallbackShare | undefined
 
   constructor(guard: Guard) {
     this.store = guard.store
@@ -62,6 +65,7 @@ export class GuardedStore {
     const prefix = guard.namespace === undefined ? '' : `${guard.namespace}:`
     this.#stored = prefix === '' ? storedKey : (key) => prefix + storedKey(key)
     this.#onStoreError = guard.onStoreError
+    this.#share = guard.onStoreError instanceof FallbackShare ? guard.onStoreError : undefined
     this.#deadlines = guard.deadlines
     this.#breaker = guard.breaker
     this.#warnings = guard.warnings
@@ -97,14 +101,17 @@ export class GuardedStore {
     }
     if (!isThenable(answer)) {
       if (this.#failing || probe) this.#recovered(probe)
-      return entries
-        ? decisionOf(key, answer as readonly PolicyDecision[], 'store')
-        : toDecision(key, this.#policies, answer, 'store')
+      if (entries) return decisionOf(key, answer as readonly PolicyDecision[], 'store')
+      return this.#share === undefined
+        ? toDecision(key, this.#policies, answer, 'store')
+        : this.#shared(key, cost, on, answer as readonly Outcome[])
     }
     return (this.settle(answer) as Promise<readonly Outcome[]>).then(
       (outcomes) => {
         this.#recovered(probe)
-        return toDecision(key, this.#policies, outcomes, 'store')
+        return this.#share === undefined
+          ? toDecision(key, this.#policies, outcomes, 'store')
+          : this.#shared(key, cost, on, outcomes)
       },
       (error: unknown) => {
         // The store error's event first, then the breaker's.
@@ -151,6 +158,23 @@ export class GuardedStore {
   /** Asks a store for a decision: a consume of `cost`, or a peek when cost is PEEK. */
   #ask(target: Store, key: string, cost: number, on: PolicySet): Awaitable<readonly Outcome[]> {
     return cost === PEEK ? target.peek(this.#stored(key), on) : target.consume(this.#stored(key), on, cost)
+  }
+
+  /**
+   * The store's decision, told to the FallbackShare: what it admits counts against this process's
+   * share; in the hold after a fault, a spent share denies it (the store may have come back empty).
+   */
+  #shared(key: string, cost: number, on: PolicySet, outcomes: readonly Outcome[]): Awaitable<Decision> {
+    const share = this.#share as FallbackShare
+    if (cost === PEEK || !outcomes.every((outcome) => outcome.allowed)) {
+      return toDecision(key, this.#policies, outcomes, 'store')
+    }
+    const spent = share.admitted(this.#stored(key), on, cost, outcomes)
+    const decide = (denied: readonly Outcome[] | undefined) =>
+      denied === undefined
+        ? toDecision(key, this.#policies, outcomes, 'store')
+        : toDecision(key, this.#policies, denied, 'fallback')
+    return isThenable(spent) ? Promise.resolve(spent).then(decide) : decide(spent)
   }
 
   /** The store answered: close a breaker this probe was testing, and say so when an outage ends. */

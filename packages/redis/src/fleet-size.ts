@@ -29,6 +29,10 @@ export class FleetSize {
   readonly #id = randomUUID()
   readonly #timer: ReturnType<typeof setInterval>
   #processes = 1
+  /** Redis's epoch at the last beat: it changes when Redis loses its keys (restarted empty, flushed). */
+  #epoch: string | undefined
+  /** Until when (epoch ms) a count below the last is not believed: the set is filling again after a new epoch. */
+  #recountUntil = 0
   #closing: Promise<CloseReport> | undefined
 
   constructor(options: FleetSizeOptions) {
@@ -75,8 +79,18 @@ export class FleetSize {
 
   async #beat(): Promise<void> {
     try {
-      const [live] = (await run(this.#client, HEARTBEAT, this.#keys, [this.#id, NODE_TTL_MS, '0'])) as [number]
-      if (this.#closing === undefined) this.#processes = Math.max(1, Number(live))
+      const [live, epoch] = (await run(this.#client, HEARTBEAT, this.#keys, [this.#id, NODE_TTL_MS, '0'])) as [
+        number,
+        string,
+      ]
+      if (this.#closing !== undefined) return
+      const now = Date.now()
+      // An emptied set holds only the processes that beat since: each live one beats within two
+      // beats, and a share of 1 ÷ 1 meanwhile would let this process take the whole limit.
+      if (this.#epoch !== undefined && String(epoch) !== this.#epoch) this.#recountUntil = now + 2 * BEAT_EVERY_MS
+      this.#epoch = String(epoch)
+      const counted = Math.max(1, Number(live))
+      this.#processes = now < this.#recountUntil ? Math.max(this.#processes, counted) : counted
     } catch {
       // Redis away: keep the last count, which is what the fallback needs.
     }
