@@ -6,7 +6,7 @@ import { allSnippets, root } from './snippets.js'
 
 const read = (file: string) => readFileSync(`${root}${file}`, 'utf8')
 const packages = readdirSync(`${root}packages`).filter((dir) => !dir.startsWith('.'))
-const ADAPTERS = ['express', 'koa', 'hono']
+const ADAPTERS = ['express', 'koa', 'hono', 'fastify', 'nestjs']
 
 /** The row of a Markdown table whose first cell is `` `name` ``. */
 function row(page: string, name: string): string {

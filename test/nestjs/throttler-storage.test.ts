@@ -36,9 +36,17 @@ class Api {
   }
 }
 
+/** The module throttler's window. */
+const TTL_MS = 60_000
+
+/** Whether `from`…`to` (epoch ms) lies in one fixed window of `window` ms, with a second's margin for Redis's clock. */
+function withinOneWindow(from: number, to: number, window: number): boolean {
+  return Math.floor((from - 1000) / window) === Math.floor((to + 1000) / window)
+}
+
 function throttled(storage: ThrottlerStorage, limit = 10) {
   @Module({
-    imports: [ThrottlerModule.forRoot({ throttlers: [{ ttl: 60_000, limit }], storage })],
+    imports: [ThrottlerModule.forRoot({ throttlers: [{ ttl: TTL_MS, limit }], storage })],
     controllers: [Api],
     providers: [{ provide: APP_GUARD, useClass: ThrottlerGuard }],
   })
@@ -100,17 +108,25 @@ describe('SluiceThrottlerStorage on Redis: the flood of nestjs/throttler#1303', 
   for (const platform of platforms) {
     for (const [name, make] of stores) {
       it(`${platform}, ${name}: 1 000 concurrent requests against a limit of 10 admit exactly 10`, {
-        timeout: FLOOD_MS,
+        timeout: 2 * FLOOD_MS, // a second flood when the first crossed a window's boundary
       }, async () => {
-        const store = make()
-        const app = await start(throttled(new SluiceThrottlerStorage(store)), platform)
-        try {
-          const codes = await flood(app, 1000)
-          expect(codes.filter((code) => code === 200)).toHaveLength(10)
-          expect(codes.filter((code) => code === 429)).toHaveLength(990)
-        } finally {
-          await app.close()
-          await store.close?.()
+        // The throttler counts in fixed windows of its ttl from the epoch: a flood that a loaded
+        // machine stretches over a boundary is admitted 10 in each window. Such a run says nothing
+        // of the limit; the flood goes again on a fresh store until one falls within one window.
+        for (;;) {
+          const store = make()
+          const app = await start(throttled(new SluiceThrottlerStorage(store)), platform)
+          try {
+            const began = Date.now()
+            const codes = await flood(app, 1000)
+            if (!withinOneWindow(began, Date.now(), TTL_MS)) continue
+            expect(codes.filter((code) => code === 200)).toHaveLength(10)
+            expect(codes.filter((code) => code === 429)).toHaveLength(990)
+            return
+          } finally {
+            await app.close()
+            await store.close?.()
+          }
         }
       })
     }

@@ -88,6 +88,35 @@ export async function totalsInRedis(client: Redis, prefix: string): Promise<Map<
   return totals
 }
 
+/**
+ * Keeps the sub-window hashes of `tag` under `prefix` from expiring (PERSIST, every 200 ms) until the
+ * returned stop resolves: Redis drops a window's hash 5 s after the window ends, and on a loaded
+ * machine a run's flush, close and read can take longer than that, so a test that reads every
+ * window the run counted in keeps them. Only their expiry changes, never their fields.
+ */
+export function keepHashes(client: Redis, prefix: string, tag: string): () => Promise<void> {
+  let stopped = false
+  const keeping = (async () => {
+    while (!stopped) {
+      let cursor = '0'
+      do {
+        const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}{${tag}}:s:*`, 'COUNT', 1000)
+        cursor = next
+        if (keys.length > 0) {
+          const pipeline = client.pipeline()
+          for (const key of keys) pipeline.persist(key)
+          await pipeline.exec()
+        }
+      } while (cursor !== '0')
+      await new Promise((resolve) => setTimeout(resolve, 200))
+    }
+  })()
+  return async () => {
+    stopped = true
+    await keeping
+  }
+}
+
 /** The global count a hash's totals make: Σa + Σx − Σr − o, by the field name's first letter as the scripts sum. */
 export function countOf(totals: Totals): number {
   let sum = 0

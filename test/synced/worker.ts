@@ -63,14 +63,11 @@ const keyCount = plan.keys ?? KEYS
 const debts = patterns.map(() => 0)
 await new Promise<void>((resolve) => {
   const timer = setInterval(() => {
-    if (Date.now() - started >= plan.duration) {
-      clearInterval(timer)
-      resolve()
-      return
-    }
+    // Catch up to the rate by the clock, so a late tick does not lower the offered load; the last
+    // tick offers what was due by the end of the duration (a starved process still offers it all).
+    const elapsed = Math.min(Date.now() - started, plan.duration)
     for (const [i, { pattern, next }] of patterns.entries()) {
-      // Catch up to the rate by the clock, so a late tick does not lower the offered load.
-      const due = ((plan.rates[pattern] ?? 0) * (Date.now() - started)) / 1000
+      const due = ((plan.rates[pattern] ?? 0) * elapsed) / 1000
       for (; (debts[i] as number) < due; debts[i] = (debts[i] as number) + 1) {
         offered[pattern] = (offered[pattern] ?? 0) + 1
         const asked = performance.now()
@@ -96,6 +93,10 @@ await new Promise<void>((resolve) => {
       }
     }
     if (plan.progress) process.stdout.write(`${JSON.stringify({ progress: admitted })}\n`)
+    if (elapsed >= plan.duration) {
+      clearInterval(timer)
+      resolve()
+    }
   }, 5)
 })
 lastSync = undefined // close() syncs on its own schedule
