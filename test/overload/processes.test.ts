@@ -83,9 +83,11 @@ describe('adaptiveConcurrency in front of a service of fixed capacity, in real p
     const admitted = overloadLimited.filter((r) => r.status === 200)
     const refused = overloadLimited.filter((r) => r.status !== 200)
 
-    // Bare: nothing refused, every request waits behind the others in the service's queue.
+    // Bare: nothing refused, every request waits behind the others in the service's queue: more
+    // than its capacity again waiting (the clients keep 8× capacity in flight on an idle machine;
+    // a loaded one keeps fewer, which the comparisons below measure against).
     expect(overloadBare.every((r) => r.status === 200)).toBe(true)
-    expect(bareStats.medianQueue).toBeGreaterThan(CAPACITY * 2)
+    expect(bareStats.medianQueue).toBeGreaterThan(CAPACITY)
     const bareMedian = median(overloadBare.map((r) => r.ms))
     // Limited: the excess refused with 503 and Retry-After, quickly; the service's own queue at
     // most half as long, the admitted served faster (timed in the service's process), and at
