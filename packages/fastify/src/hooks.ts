@@ -16,7 +16,6 @@ import {
   createConcurrencyHandler,
   createRateLimitHandler,
   type DenyPlan,
-  isThenable,
   lowerCaseName,
   onResponseDone,
   type RateLimitPlan,
@@ -147,18 +146,9 @@ export function rateLimitHook(options: RateLimitOptions): RateLimitHook {
     if (plan.settle) onResponseDone(reply.raw, plan.settle)
     return done()
   }
-  // Callback style, not async: a plan made synchronously (memory store) goes on in the same tick,
-  // and without a closure for it (whenReady's is made for a promised plan only).
+  // Callback style, not async: a plan made synchronously (memory store) goes on in the same tick.
   const hook: RequestHook = function sluiceRateLimit(request, reply, done) {
-    const planned = handler.plan(request, reply)
-    if (isThenable(planned)) return whenReady(planned, (plan) => apply(request, reply, done, plan), done as Fail)
-    let result: unknown
-    try {
-      result = apply(request, reply, done, planned)
-    } catch (error) {
-      return done(error as Error)
-    }
-    if (isThenable(result)) result.then(undefined, done as Fail)
+    whenReady(handler.plan(request, reply), (plan) => apply(request, reply, done, plan), done as Fail)
   }
   return Object.assign(hook, { limiter: handler.limiter })
 }
