@@ -16,7 +16,7 @@
 // `x-client-id` from the same 1 024 as the timed benchmark.
 //
 //   pnpm bench:http-instructions   # env: BENCH_FRAMEWORKS=express,koa,hono,fastify BENCH_VARIANTS=sluice-1,…
-//                                  #      BENCH_WARM=8000 BENCH_COUNT=3000 BENCH_JOBS=1
+//                                  #      BENCH_WARM=8000 BENCH_COUNT=3000 BENCH_JOBS=1 BENCH_KEEP=1
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { mkdir, readdir, readFile, rm } from 'node:fs/promises'
 import http from 'node:http'
@@ -38,6 +38,8 @@ const WARM = Number(process.env.BENCH_WARM ?? 8000)
 const COUNT = Number(process.env.BENCH_COUNT ?? 3000)
 const JOBS = Number(process.env.BENCH_JOBS ?? 1)
 const SOCKETS = 4
+// BENCH_KEEP=1 keeps each server's dumps, to read with `callgrind_annotate <dir>/callgrind.out.1-01`.
+const KEEP = process.env.BENCH_KEEP === '1'
 const FRAMEWORKS = (process.env.BENCH_FRAMEWORKS?.split(',') ?? Object.keys(VARIANTS)) as Framework[]
 const ONLY_VARIANTS = process.env.BENCH_VARIANTS
   ? new Set(['none', ...process.env.BENCH_VARIANTS.split(',')])
@@ -140,7 +142,8 @@ async function measure(framework: Framework, variant: Variant): Promise<number> 
   } finally {
     agent.destroy()
     child.kill('SIGKILL')
-    await rm(outDir, { recursive: true, force: true })
+    if (KEEP) console.error(`${framework} ${variant}: callgrind dumps kept in ${outDir}`)
+    else await rm(outDir, { recursive: true, force: true })
   }
 }
 
