@@ -25,7 +25,7 @@ import {
   onStreamDone,
   type ResponseBody,
 } from '@sluice/core/adapter'
-import type { Context, MiddlewareHandler } from 'hono'
+import type { Context, MiddlewareHandler, Next } from 'hono'
 import type { GetConnInfo } from 'hono/conninfo'
 
 type Args = [c: Context]
@@ -257,20 +257,34 @@ export function concurrencyLimit(options: ConcurrencyLimitOptions): MiddlewareHa
     const plan = isThenable(planned) ? await planned : planned
     if (plan.kind === 'skip') return next()
     if (plan.kind === 'deny') return deny(c, plan)
-    let handedOver = false
-    try {
-      writeHeaders(c, plan.headers)
-      await next()
-      addMissingHeaders(c, plan.headers)
-      const { body } = c.res
-      // Hono answers HEAD by running the GET route and dropping its body unread: release now.
-      if (body && c.req.method !== 'HEAD') {
-        c.res = new Response(onStreamDone(body, plan.release), c.res)
-        handedOver = true
-      }
-    } finally {
-      if (!handedOver) plan.release()
+    await holdingSlot(c, next, plan.headers, plan.release)
+  }
+}
+
+/**
+ * Runs the route while holding a slot (`concurrencyLimit`, `adaptiveConcurrency`): the headers
+ * written, the slot released when the response body has been sent (`true`) or cancelled by a
+ * client that left (`false`), or once the handler is done when there is no body to wait for.
+ */
+async function holdingSlot(
+  c: Context,
+  next: Next,
+  headers: readonly HeaderEntry[],
+  release: (completed: boolean) => void,
+): Promise<void> {
+  let handedOver = false
+  try {
+    writeHeaders(c, headers)
+    await next()
+    addMissingHeaders(c, headers)
+    const { body } = c.res
+    // Hono answers HEAD by running the GET route and dropping its body unread: release now.
+    if (body && c.req.method !== 'HEAD') {
+      c.res = new Response(onStreamDone(body, release), c.res)
+      handedOver = true
     }
+  } finally {
+    if (!handedOver) release(true)
   }
 }
 
@@ -319,19 +333,7 @@ export function adaptiveConcurrency(options: AdaptiveConcurrencyOptions = {}): A
     const plan = isThenable(planned) ? await planned : planned
     if (plan.kind === 'skip') return next()
     if (plan.kind === 'deny') return deny(c, plan)
-    let handedOver = false
-    try {
-      writeHeaders(c, plan.headers)
-      await next()
-      addMissingHeaders(c, plan.headers)
-      const { body } = c.res
-      if (body && c.req.method !== 'HEAD') {
-        c.res = new Response(onStreamDone(body, plan.release), c.res)
-        handedOver = true
-      }
-    } finally {
-      if (!handedOver) plan.release(true)
-    }
+    await holdingSlot(c, next, plan.headers, plan.release)
   }
   return Object.assign(middleware, { limiter: handler.limiter })
 }
