@@ -2,7 +2,7 @@ import { type Policy, type PolicySet, parsePolicies } from '@sluice/core'
 import { policySetOf } from '@sluice/core/internal'
 import type { Awaitable, Outcome, Store } from '@sluice/core/store'
 // The limiter's own resolution of calendar periods, so a trace's sets reach the stores as they would from createLimiter.
-import { calendarResolver } from '../../packages/core/src/calendar-set.js'
+import { calendarResolver } from '../../packages/core/src/policies/calendar-set.js'
 import type { Trace, TracePolicy, TraceStep } from './traces.js'
 
 /** A store under test: refund is needed; a trace that penalizes or blocks needs those too. */

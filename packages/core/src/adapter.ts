@@ -23,6 +23,7 @@ export type {
   ThrottlingProblem,
 } from './http/admission.js'
 export { createAdmissionHandler } from './http/admission.js'
+export type { Adapter, CommonOptions } from './http/common-options.js'
 export type {
   ConcurrencyHandler,
   ConcurrencyInfo,
@@ -32,7 +33,6 @@ export type {
 export { createConcurrencyHandler } from './http/concurrency.js'
 export type { HeaderEntry, HeaderMode, HeadersOption } from './http/headers.js'
 export { lowerCaseName } from './http/headers.js'
-export type { Adapter, CommonOptions } from './http/options.js'
 export type { ProblemDetails } from './http/problem.js'
 export type { ForwardedTrust, ProxySetup } from './http/proxy-check.js'
 export type { RateLimitHandler, RateLimitOptions, RateLimitPlan } from './http/rate-limit.js'

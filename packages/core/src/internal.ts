@@ -4,7 +4,8 @@
  * for applications or other stores: what it exports may change in any release. A store's
  * contract is `@sluice/core/store`.
  */
-export { toMilliseconds } from './duration.js'
-export { assertKnownOptions, type OptionHint } from './known-options.js'
-export { containObserve } from './observe.js'
-export { capacityOf, policySetOf } from './policy.js'
+
+export { assertKnownOptions, type OptionHint } from './diagnostics/known-options.js'
+export { containObserve } from './diagnostics/observe.js'
+export { toMilliseconds } from './policies/duration.js'
+export { capacityOf, policySetOf } from './policies/policy.js'

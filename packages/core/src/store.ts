@@ -42,6 +42,6 @@ export {
   transitions,
   windowStart,
 } from './algorithms/index.js'
-export { isNamed } from './policy.js'
+export { isNamed } from './policies/policy.js'
 export type { Awaitable, Evaluation, Store } from './stores/contract.js'
 export { evaluate } from './stores/contract.js'

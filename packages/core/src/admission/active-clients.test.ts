@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { ConfigError } from '../errors.js'
+import { ConfigError } from '../diagnostics/errors.js'
 import { ActiveClients } from './active-clients.js'
 
 const T0 = 1_800_000_000_000

@@ -1,5 +1,5 @@
-import { toMilliseconds } from '../duration.js'
-import { ConfigError } from '../errors.js'
+import { ConfigError } from '../diagnostics/errors.js'
+import { toMilliseconds } from '../policies/duration.js'
 import { bloomShape, estimateCount, popcount32, positionsOf } from '../sketch/bloom.js'
 
 /** How an `ActiveClients` ring is sized and clocked. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { type PolicyOptions, parsePolicy } from '../policy.js'
+import { type PolicyOptions, parsePolicy } from '../policies/policy.js'
 import { type AlgorithmState, peekOutcome, step } from './index.js'
 import type { Outcome } from './outcome.js'
 

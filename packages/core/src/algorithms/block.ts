@@ -1,4 +1,4 @@
-import type { Policy } from '../policy.js'
+import type { Policy } from '../policies/policy.js'
 import { denied, type Penalty, type Refund, type Step, type Transition } from './outcome.js'
 
 /**

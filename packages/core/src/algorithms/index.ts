@@ -1,4 +1,4 @@
-import type { AlgorithmName, Policy } from '../policy.js'
+import type { AlgorithmName, Policy } from '../policies/policy.js'
 import { type BlockingStep, type BlockState, blocking, blockUntil, penalizeBlocking, refundBlocking } from './block.js'
 import { fixedWindow, fixedWindowMeter, penalizeFixedWindow, refundFixedWindow } from './fixed-window.js'
 import { gcra, gcraMeter, penalizeGcra, plainGcraMeter, refundGcra } from './gcra.js'

@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { ALGORITHMS, type AlgorithmName, type Policy, parsePolicy } from '../policy.js'
+import { ALGORITHMS, type AlgorithmName, type Policy, parsePolicy } from '../policies/policy.js'
 import { type AlgorithmState, type Kept, meters, step } from './index.js'
 import { type PolicyRanges, policyArb } from './policies.test-util.js'
 

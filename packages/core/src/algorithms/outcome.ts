@@ -1,4 +1,4 @@
-import type { Policy } from '../policy.js'
+import type { Policy } from '../policies/policy.js'
 
 /** What one policy says about one request. Times are whole milliseconds from now. */
 export interface Outcome {

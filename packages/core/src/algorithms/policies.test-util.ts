@@ -1,5 +1,5 @@
 import fc from 'fast-check'
-import { type AlgorithmName, type Policy, parsePolicy } from '../policy.js'
+import { type AlgorithmName, type Policy, parsePolicy } from '../policies/policy.js'
 
 /** The values a property's policies are drawn from; each property picks ranges its claim holds on. */
 export interface PolicyRanges {

@@ -1,6 +1,13 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { ALGORITHMS, type AlgorithmName, capacityOf, type Policy, parsePolicies, parsePolicy } from '../policy.js'
+import {
+  ALGORITHMS,
+  type AlgorithmName,
+  capacityOf,
+  type Policy,
+  parsePolicies,
+  parsePolicy,
+} from '../policies/policy.js'
 import { evaluate } from '../stores/contract.js'
 import { type AlgorithmState, peekOutcome, refund, step } from './index.js'
 import { type PolicyRanges, policyArb } from './policies.test-util.js'

@@ -1,4 +1,4 @@
-import type { Policy } from '../policy.js'
+import type { Policy } from '../policies/policy.js'
 import type { Kept, Meter } from './meter.js'
 import { admitted, denied, type Outcome, type Penalty, type Refund, type Transition } from './outcome.js'
 

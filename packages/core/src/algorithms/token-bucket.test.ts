@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { createLimiter } from '../limiter.js'
-import { parsePolicy } from '../policy.js'
+import { createLimiter } from '../limiter/limiter.js'
+import { parsePolicy } from '../policies/policy.js'
 import { MemoryStore } from '../stores/memory-store.js'
 import {
   penalizeTokenBucket,

@@ -1,9 +1,14 @@
-import { toMilliseconds } from '../duration.js'
-import { ConfigError } from '../errors.js'
-import type { OverloadRefusal } from '../observe.js'
+import { ConfigError } from '../diagnostics/errors.js'
+import type { OverloadRefusal } from '../diagnostics/observe.js'
+import {
+  ADAPTIVE_LIMITER_OPTIONS,
+  type AdaptiveLimiterOptions,
+  type DelayHistogram,
+} from '../overload/adaptive-options.js'
 import { type AdaptiveLimiter, createAdaptiveLimiter } from '../overload/controller.js'
-import { ADAPTIVE_LIMITER_OPTIONS, type AdaptiveLimiterOptions, type DelayHistogram } from '../overload/options.js'
+import { toMilliseconds } from '../policies/duration.js'
 import { type Awaitable, andThen, isThenable } from '../stores/contract.js'
+import { type Adapter, assertKnownOptions, assertObject, type CommonOptions, parseCommon } from './common-options.js'
 import {
   concurrencyHeaders,
   type HeaderEntry,
@@ -13,7 +18,6 @@ import {
   retryAfterHeader,
   sfString,
 } from './headers.js'
-import { type Adapter, assertKnownOptions, assertObject, type CommonOptions, parseCommon } from './options.js'
 import { overloadProblem } from './problem.js'
 import { type DenyPlan, denialResponse, SKIP } from './response.js'
 

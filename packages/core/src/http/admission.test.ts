@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { ActiveClients } from '../admission/active-clients.js'
-import { ConfigError } from '../errors.js'
+import { ConfigError } from '../diagnostics/errors.js'
 import type { Awaitable } from '../stores/contract.js'
 import {
   type AdmissionControlOptions,
@@ -9,7 +9,7 @@ import {
   createAdmissionHandler,
   THROTTLING_MODE,
 } from './admission.js'
-import type { Adapter } from './options.js'
+import type { Adapter } from './common-options.js'
 
 type Args = [token: string]
 const adapter: Adapter<Args> = { name: 'test', addressSource: 'token', address: (token) => token, status: () => 200 }

@@ -1,9 +1,9 @@
 import { ActiveClients } from '../admission/active-clients.js'
-import { toMilliseconds } from '../duration.js'
-import { ConfigError } from '../errors.js'
+import { ConfigError } from '../diagnostics/errors.js'
+import { toMilliseconds } from '../policies/duration.js'
 import { type Awaitable, andThen } from '../stores/contract.js'
+import { type Adapter, assertKnownOptions, assertObject, type CommonOptions, parseCommon } from './common-options.js'
 import { type HeaderEntry, retryAfterHeader, retryAfterSeconds } from './headers.js'
-import { type Adapter, assertKnownOptions, assertObject, type CommonOptions, parseCommon } from './options.js'
 import { type DenyPlan, denialResponse, SKIP } from './response.js'
 
 /** The problem type of a request refused because the service only serves clients it already knows. */

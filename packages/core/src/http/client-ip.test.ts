@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { ConfigError } from '../errors.js'
+import { ConfigError } from '../diagnostics/errors.js'
 import { ClientAddressError, ipKey, ipv6SubnetOption, parseIp } from './client-ip.js'
 
 describe('ipKey', () => {

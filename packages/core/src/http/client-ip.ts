@@ -1,4 +1,4 @@
-import { ConfigError } from '../errors.js'
+import { ConfigError } from '../diagnostics/errors.js'
 
 /** IPv6 prefix that keys one subscriber by default: ISPs commonly delegate a /56 or larger. */
 export const DEFAULT_IPV6_SUBNET = 56

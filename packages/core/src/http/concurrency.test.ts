@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { ConfigError } from '../errors.js'
+import { ConfigError } from '../diagnostics/errors.js'
 import { SketchInflightCounter } from '../sketch/inflight.js'
 import { createConcurrencyHandler } from './concurrency.js'
 import { onStreamDone } from './stream.js'

@@ -1,9 +1,17 @@
-import { toMilliseconds } from '../duration.js'
-import { ConfigError } from '../errors.js'
-import { containObserve, type Observe } from '../observe.js'
-import { headerInteger } from '../policy.js'
+import { ConfigError } from '../diagnostics/errors.js'
+import { containObserve, type Observe } from '../diagnostics/observe.js'
+import { toMilliseconds } from '../policies/duration.js'
+import { headerInteger } from '../policies/policy.js'
 import { InflightCounter, type InflightCounting } from '../sketch/inflight.js'
 import { type Awaitable, andThen } from '../stores/contract.js'
+import {
+  type Adapter,
+  assertKnownOptions,
+  assertObject,
+  COMMON_OPTIONS,
+  type CommonOptions,
+  parseCommon,
+} from './common-options.js'
 import {
   concurrencyHeaders,
   type HeaderEntry,
@@ -13,14 +21,6 @@ import {
   retryAfterHeader,
   sfString,
 } from './headers.js'
-import {
-  type Adapter,
-  assertKnownOptions,
-  assertObject,
-  COMMON_OPTIONS,
-  type CommonOptions,
-  parseCommon,
-} from './options.js'
 import { concurrencyProblem } from './problem.js'
 import { type DenyPlan, denialResponse, SKIP } from './response.js'
 

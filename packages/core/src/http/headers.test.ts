@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { denied as no, admitted as ok } from '../algorithms/outcome.js'
-import { toDecision } from '../decision.js'
-import { ConfigError } from '../errors.js'
-import { parsePolicies } from '../policy.js'
+import { ConfigError } from '../diagnostics/errors.js'
+import { toDecision } from '../limiter/decision.js'
+import { parsePolicies } from '../policies/policy.js'
 import {
   concurrencyHeaders,
   headerModeOption,

@@ -1,5 +1,5 @@
-import type { Decision, PolicyDecision } from '../decision.js'
-import { ConfigError } from '../errors.js'
+import { ConfigError } from '../diagnostics/errors.js'
+import type { Decision, PolicyDecision } from '../limiter/decision.js'
 
 /**
  * `'draft-11'`: the IETF RateLimit / RateLimit-Policy lists, one member per policy.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { toDecision } from '../decision.js'
-import { parsePolicies } from '../policy.js'
+import { toDecision } from '../limiter/decision.js'
+import { parsePolicies } from '../policies/policy.js'
 import { concurrencyProblem, QUOTA_EXCEEDED, rateLimitProblem, TEMPORARY_REDUCED_CAPACITY } from './problem.js'
 
 const { policies } = parsePolicies(['100/min', '2/s'])

@@ -1,4 +1,4 @@
-import type { Decision } from '../decision.js'
+import type { Decision } from '../limiter/decision.js'
 import { retryAfterSeconds } from './headers.js'
 
 /** The media type of RFC 9457 problem details. */

@@ -1,4 +1,4 @@
-import type { Warnings } from '../validations.js'
+import type { Warnings } from '../diagnostics/validations.js'
 
 /**
  * How a framework reads X-Forwarded-For when it resolves the client's address: `'ignored'`

@@ -1,11 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { unhandledRejections } from '../../../../test/support/unhandled.js'
-import { ConfigError } from '../errors.js'
-import { createLimiter } from '../limiter.js'
+import { ConfigError } from '../diagnostics/errors.js'
+import { createLimiter } from '../limiter/limiter.js'
 import { isThenable, type Store } from '../stores/contract.js'
 import { MemoryStore } from '../stores/memory-store.js'
 import { SketchStore } from '../stores/sketch-store.js'
-import type { Adapter } from './options.js'
+import type { Adapter } from './common-options.js'
 import { createRateLimitHandler, type RateLimitHandler, type RateLimitOptions } from './rate-limit.js'
 
 type Args = [request: { ip?: string; user?: string }]

@@ -1,5 +1,6 @@
-import type { Decision } from '../decision.js'
-import { ConfigError } from '../errors.js'
+import { ConfigError } from '../diagnostics/errors.js'
+import { refundsNeeded, type Warnings } from '../diagnostics/validations.js'
+import type { Decision } from '../limiter/decision.js'
 import {
   consumeNowOf,
   createLimiter,
@@ -7,18 +8,9 @@ import {
   type Limiter,
   type LimiterOptions,
   StoreLimiter,
-} from '../limiter.js'
-import { capacityOf } from '../policy.js'
+} from '../limiter/limiter.js'
+import { capacityOf } from '../policies/policy.js'
 import { type Awaitable, andThen, isThenable, type Store } from '../stores/contract.js'
-import { refundsNeeded, type Warnings } from '../validations.js'
-import {
-  type HeaderEntry,
-  type HeaderMode,
-  type HeadersOption,
-  headerModeOption,
-  rateLimitHeaderWriter,
-  retryAfterHeader,
-} from './headers.js'
 import {
   type Adapter,
   assertKnownOptions,
@@ -27,7 +19,15 @@ import {
   type CommonOptions,
   errorStatusOption,
   parseCommon,
-} from './options.js'
+} from './common-options.js'
+import {
+  type HeaderEntry,
+  type HeaderMode,
+  type HeadersOption,
+  headerModeOption,
+  rateLimitHeaderWriter,
+  retryAfterHeader,
+} from './headers.js'
 import { rateLimitProblem, storeUnavailableProblem } from './problem.js'
 import { type DenyPlan, denialResponse, SKIP, sleep } from './response.js'
 

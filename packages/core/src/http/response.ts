@@ -1,6 +1,6 @@
 import type { Awaitable } from '../stores/contract.js'
+import type { CommonConfig } from './common-options.js'
 import type { HeaderEntry } from './headers.js'
-import type { CommonConfig } from './options.js'
 import { PROBLEM_CONTENT_TYPE, type ProblemDetails } from './problem.js'
 
 /** A response body ready to write: adapters send `text` with this `contentType`, nothing else. */

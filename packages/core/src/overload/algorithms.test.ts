@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
+import type { OverloadAlgorithm } from './adaptive-options.js'
 import { createAdaptiveLimiter } from './controller.js'
-import type { OverloadAlgorithm } from './options.js'
 import { goodput, type Scenario, simulate } from './sim-helpers.test-util.js'
 
 // A service of 30 concurrent jobs of ~50 ms (600 requests/s), on a manual clock.

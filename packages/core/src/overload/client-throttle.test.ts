@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { ConfigError } from '../errors.js'
+import { ConfigError } from '../diagnostics/errors.js'
 import { createClientThrottle, ThrottledError } from './client-throttle.js'
 
 function setup(k = 2) {

@@ -1,6 +1,6 @@
-import { toMilliseconds } from '../duration.js'
-import { ConfigError } from '../errors.js'
-import { assertKnownOptions } from '../known-options.js'
+import { ConfigError } from '../diagnostics/errors.js'
+import { assertKnownOptions } from '../diagnostics/known-options.js'
+import { toMilliseconds } from '../policies/duration.js'
 
 /** Options of `createClientThrottle`. */
 export interface ClientThrottleOptions {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest'
-import { ConfigError } from '../errors.js'
-import type { ObserveEvent } from '../observe.js'
+import { ConfigError } from '../diagnostics/errors.js'
+import type { ObserveEvent } from '../diagnostics/observe.js'
+import type { AdaptiveLimiterOptions } from './adaptive-options.js'
 import { type AdaptiveLimiter, createAdaptiveLimiter, OverloadedError, type Refused, type Slot } from './controller.js'
-import type { AdaptiveLimiterOptions } from './options.js'
 import { type Scenario, simulate } from './sim-helpers.test-util.js'
 import { ManualClock } from './simulation.test-util.js'
 

@@ -1,13 +1,13 @@
-import { ConfigError } from '../errors.js'
-import { containObserve, type ObserveEvent, type OverloadEvent, type OverloadRefusal } from '../observe.js'
+import { ConfigError } from '../diagnostics/errors.js'
+import { containObserve, type ObserveEvent, type OverloadEvent, type OverloadRefusal } from '../diagnostics/observe.js'
 import type { Awaitable } from '../stores/contract.js'
-import type { LatencyWindow } from './algorithm.js'
 import {
   type AdaptiveLimiterOptions,
   type OverloadAlgorithm,
   type ParsedOptions,
   parseAdaptiveOptions,
-} from './options.js'
+} from './adaptive-options.js'
+import type { LatencyWindow } from './algorithm.js'
 
 /** How admitted work ended, for what the limit learns from it. */
 export type WorkOutcome =

@@ -6,8 +6,8 @@
 
 import { type Awaitable, isThenable } from '../stores/contract.js'
 import { seededRandom } from '../testing/seeded-random.js'
+import type { OverloadClock } from './adaptive-options.js'
 import type { WorkOutcome } from './controller.js'
-import type { OverloadClock } from './options.js'
 
 interface Timer {
   readonly at: number

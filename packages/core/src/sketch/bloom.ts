@@ -1,4 +1,4 @@
-import { ConfigError } from '../errors.js'
+import { ConfigError } from '../diagnostics/errors.js'
 import { fmix32, hashLanes } from './hash.js'
 
 /** Scratch for `positionsOf`'s two lanes, so a lookup allocates nothing. */

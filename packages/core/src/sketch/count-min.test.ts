@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { ConfigError } from '../errors.js'
+import { ConfigError } from '../diagnostics/errors.js'
 import { CountMinSketch } from './count-min.js'
 import { zipfSampler } from './zipf.test-util.js'
 

@@ -1,4 +1,4 @@
-import { ConfigError } from '../errors.js'
+import { ConfigError } from '../diagnostics/errors.js'
 import { KeyHasher } from './hash.js'
 import { checkCount, checkShape, type SketchShape } from './shape.js'
 

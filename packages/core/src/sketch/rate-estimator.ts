@@ -1,5 +1,5 @@
-import { toMilliseconds } from '../duration.js'
-import { ConfigError } from '../errors.js'
+import { ConfigError } from '../diagnostics/errors.js'
+import { toMilliseconds } from '../policies/duration.js'
 import { CountMinSketch } from './count-min.js'
 import { checkCount, checkShape, type SketchShape } from './shape.js'
 

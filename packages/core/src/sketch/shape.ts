@@ -1,4 +1,4 @@
-import { ConfigError } from '../errors.js'
+import { ConfigError } from '../diagnostics/errors.js'
 
 /** The dimensions and hashing of a count-min sketch. */
 export interface SketchShape {

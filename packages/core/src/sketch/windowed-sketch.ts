@@ -1,5 +1,5 @@
 import type { FixedWindowState, SlidingWindowState } from '../algorithms/index.js'
-import type { Policy } from '../policy.js'
+import type { Policy } from '../policies/policy.js'
 import { CountMinSketch } from './count-min.js'
 import type { SketchShape } from './shape.js'
 

@@ -1,5 +1,5 @@
 import { type AlgorithmState, type Outcome, step } from '../algorithms/index.js'
-import type { AlgorithmName, Policy, PolicySet } from '../policy.js'
+import type { AlgorithmName, Policy, PolicySet } from '../policies/policy.js'
 
 /** A value, or a promise of it: stores answer synchronously when they can. */
 export type Awaitable<T> = T | PromiseLike<T>

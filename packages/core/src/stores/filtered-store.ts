@@ -1,6 +1,6 @@
 import type { Outcome } from '../algorithms/index.js'
-import { ConfigError } from '../errors.js'
-import { type AlgorithmName, type Policy, type PolicySet, parsePolicy, policySetOf } from '../policy.js'
+import { ConfigError } from '../diagnostics/errors.js'
+import { type AlgorithmName, type Policy, type PolicySet, parsePolicy, policySetOf } from '../policies/policy.js'
 import { type Awaitable, andThen, type Store } from './contract.js'
 import { SketchStore } from './sketch-store.js'
 

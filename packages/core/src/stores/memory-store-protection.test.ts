@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { createLimiter, type Limiter } from '../limiter.js'
-import { ALGORITHMS, type PolicyInput } from '../policy.js'
+import { createLimiter, type Limiter } from '../limiter/limiter.js'
+import { ALGORITHMS, type PolicyInput } from '../policies/policy.js'
 import { MemoryStore } from './memory-store.js'
 
 /**

@@ -1,8 +1,8 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import type { AlgorithmState } from '../algorithms/index.js'
-import { StoreFullError } from '../errors.js'
-import { ALGORITHMS, type PolicySet, parsePolicies } from '../policy.js'
+import { StoreFullError } from '../diagnostics/errors.js'
+import { ALGORITHMS, type PolicySet, parsePolicies } from '../policies/policy.js'
 import { evaluate } from './contract.js'
 import { MemoryStore } from './memory-store.js'
 

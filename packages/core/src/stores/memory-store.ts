@@ -12,11 +12,11 @@ import {
   step,
 } from '../algorithms/index.js'
 import { peekOf } from '../algorithms/outcome.js'
-import { entryOf, type PolicyDecision } from '../decision.js'
-import { ConfigError, StoreFullError } from '../errors.js'
-import { assertKnownOptions } from '../known-options.js'
-import { isNamed, type Policy, type PolicySet } from '../policy.js'
-import { type Validate, Warnings } from '../validations.js'
+import { ConfigError, StoreFullError } from '../diagnostics/errors.js'
+import { assertKnownOptions } from '../diagnostics/known-options.js'
+import { type Validate, Warnings } from '../diagnostics/validations.js'
+import { entryOf, type PolicyDecision } from '../limiter/decision.js'
+import { isNamed, type Policy, type PolicySet } from '../policies/policy.js'
 import { evaluate, type Store } from './contract.js'
 
 /** Options of `new MemoryStore(options)`. */

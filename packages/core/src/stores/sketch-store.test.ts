@@ -1,7 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import type { Outcome } from '../algorithms/index.js'
-import { type PolicyInput, parsePolicies } from '../policy.js'
+import { type PolicyInput, parsePolicies } from '../policies/policy.js'
 import { MemoryStore } from './memory-store.js'
 import { SketchStore } from './sketch-store.js'
 

@@ -1,6 +1,6 @@
 import { type AlgorithmState, type Outcome, peekOutcome } from '../algorithms/index.js'
-import { ConfigError } from '../errors.js'
-import type { AlgorithmName, PolicySet } from '../policy.js'
+import { ConfigError } from '../diagnostics/errors.js'
+import type { AlgorithmName, PolicySet } from '../policies/policy.js'
 import { KeyHasher } from '../sketch/hash.js'
 import { checkShape, type SketchShape } from '../sketch/shape.js'
 import { type Credit, WindowedSketch } from '../sketch/windowed-sketch.js'

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { ConfigError } from '../errors.js'
-import { createLimiter } from '../limiter.js'
+import { ConfigError } from '../diagnostics/errors.js'
+import { createLimiter } from '../limiter/limiter.js'
 import type { Store } from './contract.js'
 import { FilteredStore } from './filtered-store.js'
 import { MemoryStore } from './memory-store.js'

@@ -1,6 +1,6 @@
 import { windowStart } from '../algorithms/fixed-window.js'
 import { type AlgorithmState, type Outcome, peekOutcome, penalize, refund } from '../algorithms/index.js'
-import { calendarResolver } from '../calendar-set.js'
+import { calendarResolver } from '../policies/calendar-set.js'
 import {
   ALGORITHMS,
   type AlgorithmName,
@@ -11,7 +11,7 @@ import {
   type PolicyOptions,
   type PolicySet,
   parsePolicies,
-} from '../policy.js'
+} from '../policies/policy.js'
 import { evaluate, type Store } from '../stores/contract.js'
 import { seededRandom } from './seeded-random.js'
 
