@@ -22,9 +22,9 @@ function storesServingPeriods(): string[] {
   const names: string[] = []
   for (const [dir, file] of [
     ['core', 'stores/memory-store.ts'],
-    ['redis', 'store.ts'],
-    ['redis', 'synced/store.ts'],
-    ['cloudflare', 'store.ts'],
+    ['redis', 'redis-store.ts'],
+    ['redis', 'synced/synced-store.ts'],
+    ['cloudflare', 'durable-object-store.ts'],
   ]) {
     const source = read(`packages/${dir}/src/${file}`)
     const declared = /export class (\w+)[\s\S]*?readonly calendarPeriods = true/.exec(source)

@@ -1,7 +1,11 @@
+export type { DurableObjectStoreOptions } from './durable-object-store.js'
+export {
+  DURABLE_OBJECT_LOCATION_HINTS,
+  DURABLE_OBJECT_STORE_OPTION_NAMES,
+  DurableObjectStore,
+} from './durable-object-store.js'
 export { RateLimiterObject } from './object.js'
 export type { LimiterRequest, LimiterResponse } from './protocol.js'
-export type { DurableObjectStoreOptions } from './store.js'
-export { DURABLE_OBJECT_LOCATION_HINTS, DURABLE_OBJECT_STORE_OPTION_NAMES, DurableObjectStore } from './store.js'
 export type {
   DurableObjectLocationHint,
   DurableObjectNamespaceLike,

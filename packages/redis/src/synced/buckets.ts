@@ -1,7 +1,7 @@
 import type { AlgorithmName, MemoryStore, PolicySet } from '@sluice/core'
 import type { Outcome } from '@sluice/core/store'
 import type { ScriptClient } from '../client.js'
-import type { RedisStore } from '../store.js'
+import type { RedisStore } from '../redis-store.js'
 import { EXACT_TIMEOUT_MS } from './exact.js'
 import { Leases } from './leases.js'
 import { withTimeout } from './timeout.js'

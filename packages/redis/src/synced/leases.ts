@@ -4,7 +4,7 @@ import { run, type ScriptClient, script } from '../client.js'
 import { hashTag } from '../keys.js'
 import { LEASE_LUA } from '../lua/lease.js'
 import { LEASE_FIELDS, LEASE_POLICY_BYTES, writePolicy } from '../lua/protocol.js'
-import type { RedisStore } from '../store.js'
+import type { RedisStore } from '../redis-store.js'
 import { grantTarget, IDLE_SYNCS, Lease, leasable, maxGrant } from './lease.js'
 import { slotOf } from './slot.js'
 

@@ -2,8 +2,8 @@ import { type ActiveClients, ConfigError, type Observe, type ObserveEvent, type 
 import type { ActiveClientsSync } from '@sluice/core/adapter'
 import { assertKnownOptions, containObserve, toMilliseconds } from '@sluice/core/internal'
 import { type RedisClient, run, type ScriptClient, script, scriptClient } from '../client.js'
+import { assertPrefix } from '../common-options.js'
 import { ACTIVE_CLIENTS_SYNC_LUA } from '../lua/active-clients.js'
-import { assertPrefix } from '../options.js'
 
 /** Every option `RedisActiveClientsSync` takes; any other name is a ConfigError with a hint. */
 export const ACTIVE_CLIENTS_SYNC_OPTION_NAMES: readonly string[] = [

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { ConfigError, type Observe } from '@sluice/core'
 import { assertKnownOptions, toMilliseconds } from '@sluice/core/internal'
 import type { RedisClient } from '../client.js'
-import { assertPrefix, CLIENT_OPTION_HINTS } from '../options.js'
+import { assertPrefix, CLIENT_OPTION_HINTS } from '../common-options.js'
 
 /** Every option `SyncedStore` takes; any other name is a ConfigError with a hint. */
 export const SYNCED_STORE_OPTION_NAMES: readonly string[] = [

@@ -2,9 +2,9 @@
 // routing, the clock it sends and what it does with an error. The workerd tests run it for real.
 import { ALGORITHMS, ConfigError, createLimiter, parsePolicies } from '@sluice/core'
 import { describe, expect, it } from 'vitest'
+import { DurableObjectStore } from './durable-object-store.js'
 import { FakeStorage } from './fake-storage.test-util.js'
 import { RateLimiterObject } from './object.js'
-import { DurableObjectStore } from './store.js'
 
 /** A namespace whose objects are RateLimiterObjects in this process, one per name. */
 function namespace() {

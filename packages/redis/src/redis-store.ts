@@ -2,6 +2,7 @@ import { ConfigError, type PolicySet } from '@sluice/core'
 import { assertKnownOptions } from '@sluice/core/internal'
 import type { Outcome, Store } from '@sluice/core/store'
 import { type RedisClient, run, type ScriptClient, script, scriptClient } from './client.js'
+import { assertPrefix, CLIENT_OPTION_HINTS } from './common-options.js'
 import { DeniedCache } from './denied-cache.js'
 import { hashTag } from './keys.js'
 import { BLOCK_LUA } from './lua/block.js'
@@ -9,7 +10,6 @@ import { DECIDE_LUA } from './lua/decide.js'
 import { PENALIZE_LUA } from './lua/penalize.js'
 import { policyRecords, readOutcomes, replyBytes } from './lua/protocol.js'
 import { REFUND_LUA } from './lua/refund.js'
-import { assertPrefix, CLIENT_OPTION_HINTS } from './options.js'
 
 /** Options of `new RedisStore(options)`; see the README for each one. */
 export interface RedisStoreOptions {

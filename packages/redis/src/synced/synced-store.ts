@@ -5,19 +5,19 @@ import { run, type ScriptClient, script, scriptClient } from '../client.js'
 import { CLOSE_TIMEOUT_MS, type CloseReport } from '../close-report.js'
 import { hashTag } from '../keys.js'
 import { RESET_LUA, resetCall, type SentWindow } from '../lua/sync.js'
-import { RedisStore } from '../store.js'
+import { RedisStore } from '../redis-store.js'
 import { BUCKETS, BucketPath } from './buckets.js'
 import { SyncClock } from './clock.js'
 import { PolicyCounters, PolicyShape, type SubWindow } from './counters.js'
 import { countIn, Entries, type Entry, MAX_USES, markDenied, statesOf } from './entries.js'
 import { EXACT_TIMEOUT_MS, ExactPath } from './exact.js'
 import { Fleet } from './fleet.js'
-import { resolveOptions, type SyncedStoreOptions } from './options.js'
 import { Shares } from './shares.js'
-import { SYNC_TIMEOUT_MS, SyncLoop, WATCH_FROM } from './sync.js'
+import { SYNC_TIMEOUT_MS, SyncLoop, WATCH_FROM } from './sync-loop.js'
+import { resolveOptions, type SyncedStoreOptions } from './synced-store-options.js'
 import { withTimeout } from './timeout.js'
 
-export type { SyncedStoreOptions } from './options.js'
+export type { SyncedStoreOptions } from './synced-store-options.js'
 
 /** Algorithms counted locally; token bucket and GCRA take the bucket path (see README). */
 const COUNTED: readonly AlgorithmName[] = ['fixed-window', 'sliding-window']
