@@ -9,17 +9,10 @@ import {
 } from '@sluice/core'
 import type { Store } from '@sluice/core/store'
 import { afterEach, describe, expect, it, vi } from 'vitest'
+import { clockedStore, T0 } from '../support/clock.js'
 import { until } from '../support/wait.js'
 import { type App, type AppSpec, type Harness, harnesses, type Reply, type Req } from './harness.js'
 import { nestHarnesses } from './nest-harness.js'
-
-/** A whole minute, so window arithmetic below is easy to follow. */
-const T0 = 1_800_000_000_000
-
-function clocked() {
-  const clock = { now: T0 }
-  return { clock, store: new MemoryStore({ now: () => clock.now }) }
-}
 
 async function withApp(h: Harness, spec: AppSpec, run: (app: App) => Promise<void>): Promise<void> {
   const app = await h.app(spec)
@@ -58,7 +51,7 @@ const cases: Case[] = [
   {
     name: 'admits with draft-11 headers, then denies with Retry-After and problem details',
     async run(h) {
-      const { clock, store } = clocked()
+      const { clock, store } = clockedStore()
       const spec = { use: [h.rateLimit({ limits: ['100/min', '2/s'], store })], routes: [{ path: '/' }] }
       await withApp(h, spec, async (app) => {
         const first = await app.get('/')
@@ -100,7 +93,7 @@ const cases: Case[] = [
   {
     name: "headers: 'draft-7' sends express-rate-limit's binding-policy dictionary",
     async run(h) {
-      const { store } = clocked()
+      const { store } = clockedStore()
       const spec = {
         use: [h.rateLimit({ limits: ['100/min', '2/s'], store, headers: 'draft-7' })],
         routes: [{ path: '/' }],
@@ -116,7 +109,7 @@ const cases: Case[] = [
   {
     name: "headers: 'draft-6' sends the four separate fields",
     async run(h) {
-      const { store } = clocked()
+      const { store } = clockedStore()
       const spec = {
         use: [h.rateLimit({ limits: ['100/min', '2/s'], store, headers: 'draft-6' })],
         routes: [{ path: '/' }],
@@ -136,7 +129,7 @@ const cases: Case[] = [
     name: "headers: 'legacy' sends X-RateLimit-* with an epoch Reset",
     async run(h) {
       vi.useFakeTimers({ toFake: ['Date'], now: T0 })
-      const { store } = clocked()
+      const { store } = clockedStore()
       const limits = { limit: 5, window: '1m', algorithm: 'fixed-window' as const }
       const spec = { use: [h.rateLimit({ limits, store, headers: 'legacy' })], routes: [{ path: '/' }] }
       await withApp(h, spec, async (app) => {
@@ -151,7 +144,7 @@ const cases: Case[] = [
   {
     name: 'headers: false sends no rate-limit headers, but still Retry-After on denial',
     async run(h) {
-      const { store } = clocked()
+      const { store } = clockedStore()
       const spec = { use: [h.rateLimit({ limits: '1/min', store, headers: false })], routes: [{ path: '/' }] }
       await withApp(h, spec, async (app) => {
         const ok = await app.get('/')
@@ -167,7 +160,7 @@ const cases: Case[] = [
   {
     name: 'dryRun decides and reports but never blocks',
     async run(h) {
-      const { store } = clocked()
+      const { store } = clockedStore()
       const limits = { limit: 1, window: '1m', algorithm: 'fixed-window' as const }
       const spec = { use: [h.rateLimit({ limits, store, dryRun: true })], routes: [{ path: '/' }] }
       await withApp(h, spec, async (app) => {
@@ -184,7 +177,7 @@ const cases: Case[] = [
   {
     name: 'skip lets a request through uncounted and without headers',
     async run(h) {
-      const { store } = clocked()
+      const { store } = clockedStore()
       const skip = (r: { header(n: string): string | undefined }) => r.header('x-internal') === 'yes'
       const spec = { use: [h.rateLimit({ limits: '1/min', store, skip })], routes: [{ path: '/' }] }
       await withApp(h, spec, async (app) => {
@@ -201,7 +194,7 @@ const cases: Case[] = [
   {
     name: 'cost takes that many units from the quota',
     async run(h) {
-      const { store } = clocked()
+      const { store } = clockedStore()
       const limits = { limit: 10, window: '1m', algorithm: 'fixed-window' as const }
       const cost = (r: { header(n: string): string | undefined }) => Number(r.header('x-cost') ?? 1)
       const spec = { use: [h.rateLimit({ limits, store, cost })], routes: [{ path: '/' }] }
@@ -217,7 +210,7 @@ const cases: Case[] = [
   {
     name: "limiter as a function of the request picks each request's limits (plans), headers included",
     async run(h) {
-      const { store } = clocked()
+      const { store } = clockedStore()
       const free = createLimiter({ limits: '1/min', store })
       const pro = createLimiter({ limits: '3/min', store })
       const limiter = async (r: { header(n: string): string | undefined }) =>
@@ -265,7 +258,7 @@ const cases: Case[] = [
   {
     name: 'a cost function that returns no whole number fails the request with an error naming cost and the value',
     async run(h) {
-      const { store } = clocked()
+      const { store } = clockedStore()
       const results: Record<string, unknown> = {
         missing: undefined,
         null: null,
@@ -320,7 +313,7 @@ const cases: Case[] = [
     name: 'a key function may return a number or a bigint, counted under its decimal text',
     async run(h) {
       for (const id of [42, 42n, Promise.resolve(42)]) {
-        const { store } = clocked()
+        const { store } = clockedStore()
         const key = (() => id) as never
         const spec = { use: [h.rateLimit({ limits: '1/min', store, key })], routes: [{ path: '/' }] }
         await withApp(h, spec, async (app) => {
@@ -337,7 +330,7 @@ const cases: Case[] = [
     async run(h) {
       const error = vi.spyOn(console, 'error').mockImplementation(() => {})
       try {
-        const { store } = clocked()
+        const { store } = clockedStore()
         const returned: unknown[] = [undefined, null, '', { id: 7 }, Number.NaN]
         let next = 0
         const key = (async () => returned[next++]) as never
@@ -364,7 +357,7 @@ const cases: Case[] = [
   {
     name: 'statusCode and a string message replace the problem details',
     async run(h) {
-      const { store } = clocked()
+      const { store } = clockedStore()
       const spec = {
         use: [h.rateLimit({ limits: '1/min', store, statusCode: 503, message: 'Slow down' })],
         routes: [{ path: '/' }],
@@ -382,7 +375,7 @@ const cases: Case[] = [
   {
     name: 'a message function builds a JSON body from the request and the decision',
     async run(h) {
-      const { store } = clocked()
+      const { store } = clockedStore()
       const message = (r: { header(n: string): string | undefined }, d: Decision) => ({
         user: r.header('x-user'),
         wait: d.retryAfter,
@@ -400,7 +393,7 @@ const cases: Case[] = [
   {
     name: 'an onLimited that answers nothing gets the default denial, never a hanging request (issue 13)',
     async run(h) {
-      const { store } = clocked()
+      const { store } = clockedStore()
       const onLimited = () => ({ body: null, silent: true })
       const spec = {
         use: [h.rateLimit({ limits: '1/min', store, onLimited })],
@@ -448,7 +441,7 @@ const cases: Case[] = [
   {
     name: 'requestPropertyName: stacked limiters expose their decisions under their own names (issue 13)',
     async run(h) {
-      const { store } = clocked()
+      const { store } = clockedStore()
       const spec = {
         use: [
           h.rateLimit({ limits: '100/min', store, namespace: 'global' }),
@@ -471,7 +464,7 @@ const cases: Case[] = [
   {
     name: 'onLimited writes the response, with status and headers already set',
     async run(h) {
-      const { store } = clocked()
+      const { store } = clockedStore()
       const onLimited = (_r: unknown, d: Decision) => ({
         status: 420,
         body: { custom: true, policies: d.policies.length },
@@ -491,7 +484,7 @@ const cases: Case[] = [
   {
     name: 'a per-route limiter leaves other routes alone',
     async run(h) {
-      const { store } = clocked()
+      const { store } = clockedStore()
       const spec = {
         routes: [{ path: '/a', use: [h.rateLimit({ limits: '1/min', store })] }, { path: '/b' }],
       }
@@ -507,7 +500,7 @@ const cases: Case[] = [
   {
     name: 'one prebuilt limiter shared by several routes counts them together',
     async run(h) {
-      const { store } = clocked()
+      const { store } = clockedStore()
       const limiter = createLimiter({ limits: { limit: 2, window: '1m', algorithm: 'fixed-window' }, store })
       const spec = {
         routes: [
@@ -526,7 +519,7 @@ const cases: Case[] = [
   {
     name: 'stacked limiters each add their members to the draft-11 lists',
     async run(h) {
-      const { store } = clocked()
+      const { store } = clockedStore()
       const global = h.rateLimit({
         limits: { limit: 100, window: '1m', algorithm: 'fixed-window', name: 'global' },
         store,
@@ -545,7 +538,7 @@ const cases: Case[] = [
   {
     name: "stacked limiters in 'draft-7' mode: the one that runs last writes the single-policy fields",
     async run(h) {
-      const { store } = clocked()
+      const { store } = clockedStore()
       const limits = (limit: number, name: string) => ({
         limit,
         window: '1m',
@@ -582,7 +575,7 @@ const cases: Case[] = [
   {
     name: 'IPv6 clients are grouped by /56, IPv4-mapped addresses by their IPv4 address',
     async run(h) {
-      const { store } = clocked()
+      const { store } = clockedStore()
       const spec = { trustProxy: true, use: [h.rateLimit({ limits: '1/min', store })], routes: [{ path: '/' }] }
       const from = (ip: string) => ({ 'x-forwarded-for': ip })
       await withApp(h, spec, async (app) => {
@@ -601,7 +594,7 @@ const cases: Case[] = [
   {
     name: 'ipv6Subnet: 64 keys each /64 apart',
     async run(h) {
-      const { store } = clocked()
+      const { store } = clockedStore()
       const spec = {
         trustProxy: true,
         use: [h.rateLimit({ limits: '1/min', store, ipv6Subnet: 64 })],
@@ -639,7 +632,7 @@ const cases: Case[] = [
   {
     name: 'goes on in the same tick when the store and the options answer at once (and concurrencyLimit always), after a promise when not',
     async run(h) {
-      const { store } = clocked()
+      const { store } = clockedStore()
       const routes = [{ path: '/', handler: 'tick' as const }]
       await withApp(h, { use: [h.rateLimit({ limits: '10/min', store, key: () => 'k' })], routes }, async (app) => {
         expect((await app.get('/')).body).toEqual({ sameTick: true })
@@ -664,7 +657,7 @@ const cases: Case[] = [
   {
     name: 'maxDelay holds a request for its slot instead of rejecting it',
     async run(h) {
-      const { store } = clocked()
+      const { store } = clockedStore()
       const limits = { limit: 10, window: '1s', algorithm: 'gcra' as const, burst: 1 }
       const spec = { use: [h.rateLimit({ limits, store, maxDelay: 500 })], routes: [{ path: '/' }] }
       await withApp(h, spec, async (app) => {
@@ -688,7 +681,7 @@ const cases: Case[] = [
   {
     name: 'skipSuccessfulRequests: successful logins give their unit back, failed ones count up to the 429',
     async run(h) {
-      const limiter = createLimiter({ limits: '3/min', store: clocked().store })
+      const limiter = createLimiter({ limits: '3/min', store: clockedStore().store })
       const spec = {
         use: [h.rateLimit({ limiter, skipSuccessfulRequests: true })],
         routes: [{ path: '/ok' }, { path: '/wrong', handler: { status: 401 } }],
@@ -718,7 +711,7 @@ const cases: Case[] = [
   {
     name: 'skipFailedRequests: a thrown error and a 500 give their unit back, successes count',
     async run(h) {
-      const limiter = createLimiter({ limits: '2/min', store: clocked().store })
+      const limiter = createLimiter({ limits: '2/min', store: clockedStore().store })
       const spec = {
         use: [h.rateLimit({ limiter, skipFailedRequests: true })],
         routes: [
@@ -746,7 +739,7 @@ const cases: Case[] = [
   {
     name: 'requestWasSuccessful decides what counts as a success, and may be async',
     async run(h) {
-      const limiter = createLimiter({ limits: '2/min', store: clocked().store })
+      const limiter = createLimiter({ limits: '2/min', store: clockedStore().store })
       // A login that answers 401 worked as designed: only server errors are failures here.
       const requestWasSuccessful = async (r: { status(): number }) => r.status() < 500
       const spec = {
@@ -770,7 +763,7 @@ const cases: Case[] = [
   {
     name: 'dryRun with skipSuccessfulRequests gives back what admitted requests took, as the real limit would',
     async run(h) {
-      const limiter = createLimiter({ limits: '1/min', store: clocked().store })
+      const limiter = createLimiter({ limits: '1/min', store: clockedStore().store })
       const spec = {
         use: [h.rateLimit({ limiter, skipSuccessfulRequests: true, dryRun: true })],
         routes: [{ path: '/ok' }, { path: '/wrong', handler: { status: 401 } }],
@@ -792,7 +785,7 @@ const cases: Case[] = [
   {
     name: 'actualCost settles what the handler spent after the response: the unused part back, an over-spend charged',
     async run(h) {
-      const limiter = createLimiter({ limits: '100/min', store: clocked().store })
+      const limiter = createLimiter({ limits: '100/min', store: clockedStore().store })
       // The handler knows its cost only after the work; the estimate up front is 10.
       const actualCost = (r: Req) => r.local('unitsUsed') as number | undefined
       const spec = {
@@ -823,7 +816,7 @@ const cases: Case[] = [
   {
     name: 'a per-request plan switch keeps the count: limits picked per request from a plan map share a named policy',
     async run(h) {
-      const { clock, store } = clocked()
+      const { clock, store } = clockedStore()
       // The plan of each request as an app would read it from its database; here from a header.
       const plans = { free: 3, pro: 10 }
       const limiters = {
@@ -928,7 +921,7 @@ const cases: Case[] = [
   {
     name: 'HEAD requests are limited and answered like GET, and free their concurrency slot',
     async run(h) {
-      const { store } = clocked()
+      const { store } = clockedStore()
       const spec = {
         routes: [
           { path: '/rate', use: [h.rateLimit({ limits: '1/min', store })] },
@@ -985,7 +978,7 @@ describe.each(harnesses.filter((h) => h.name !== 'hono' && h.name !== 'fastify')
   '@sluice/$name on a response already started',
   (h) => {
     it('decides and counts, leaves out the headers it can no longer send, and never runs the handler when denied', async () => {
-      const { store } = clocked()
+      const { store } = clockedStore()
       const spec = {
         startResponse: true,
         use: [h.rateLimit({ limits: '1/min', store }), h.concurrencyLimit({ limit: 1 })],
@@ -1011,7 +1004,7 @@ describe.each(harnesses.filter((h) => h.name !== 'hono'))('@sluice/$name with a 
   const routes = [{ path: '/hang', handler: { stream: never } }, { path: '/ok' }]
 
   it('skipFailedRequests gives back a response the client abandoned', async () => {
-    const limiter = createLimiter({ limits: '1/min', store: clocked().store })
+    const limiter = createLimiter({ limits: '1/min', store: clockedStore().store })
     await withApp(h, { use: [h.rateLimit({ limiter, skipFailedRequests: true })], routes }, async (app) => {
       const abort = await app.openAndAbort('/hang')
       expect((await limiter.peek('127.0.0.1')).remaining).toBe(0)
@@ -1022,7 +1015,7 @@ describe.each(harnesses.filter((h) => h.name !== 'hono'))('@sluice/$name with a 
   })
 
   it('skipFailedRequests gives back a request whose client left while the store was deciding', async () => {
-    const memory = clocked().store
+    const memory = clockedStore().store
     const asked = deferred()
     const answer = deferred()
     const counted = deferred()
@@ -1050,7 +1043,7 @@ describe.each(harnesses.filter((h) => h.name !== 'hono'))('@sluice/$name with a 
   })
 
   it('skipSuccessfulRequests still counts an abandoned response, even one that had sent 200', async () => {
-    const limiter = createLimiter({ limits: '2/min', store: clocked().store })
+    const limiter = createLimiter({ limits: '2/min', store: clockedStore().store })
     await withApp(h, { use: [h.rateLimit({ limiter, skipSuccessfulRequests: true })], routes }, async (app) => {
       const abort = await app.openAndAbort('/hang')
       abort()

@@ -2,6 +2,7 @@
 // latency samples that responses (finished or abandoned) give the limiter.
 import { ConfigError, createAdaptiveLimiter, type ObserveEvent, TEMPORARY_REDUCED_CAPACITY } from '@sluice/core'
 import { describe, expect, it } from 'vitest'
+import { until } from '../support/wait.js'
 import { type App, type AppSpec, type Harness, harnesses } from './harness.js'
 
 async function withApp(h: Harness, spec: AppSpec, run: (app: App) => Promise<void>): Promise<void> {
@@ -10,14 +11,6 @@ async function withApp(h: Harness, spec: AppSpec, run: (app: App) => Promise<voi
     await run(app)
   } finally {
     await app.close()
-  }
-}
-
-async function eventually(check: () => boolean, timeout = 3000): Promise<void> {
-  const until = Date.now() + timeout
-  while (!check()) {
-    if (Date.now() > until) throw new Error('condition not met in time')
-    await new Promise((resolve) => setTimeout(resolve, 10))
   }
 }
 
@@ -105,7 +98,7 @@ describe.each(harnesses)('@sluice/$name adaptiveConcurrency', (h) => {
       const slow = app.get('/slow')
       await entered.promise
       const waiting = app.get('/fast', { 'x-class': 'default' })
-      await eventually(() => limit.limiter.queued === 1)
+      await until(() => limit.limiter.queued === 1)
       const critical = app.get('/fast', { 'x-class': 'critical' })
       const evicted = await waiting
       expect(evicted.status).toBe(503)
@@ -139,11 +132,11 @@ describe.each(harnesses)('@sluice/$name adaptiveConcurrency', (h) => {
     await withApp(h, spec, async (app) => {
       await new Promise((resolve) => setTimeout(resolve, 2))
       expect((await app.get('/fast')).status).toBe(200)
-      await eventually(() => events.some((e) => e.type === 'overload-limit'))
+      await until(() => events.some((e) => e.type === 'overload-limit'))
       expect(limit.limiter.limit).toBe(10)
       const abort = await app.openAndAbort('/hang')
       abort()
-      await eventually(() => limit.limiter.inflight === 0 && limit.limiter.limit === 9)
+      await until(() => limit.limiter.inflight === 0 && limit.limiter.limit === 9)
     })
   })
 

@@ -5,6 +5,7 @@ import { RedisStore } from '@sluice/redis'
 import { Redis } from 'ioredis'
 import { afterAll, describe, expect, it } from 'vitest'
 import { findRedis, uniquePrefix } from '../support/redis.js'
+import { until } from '../support/wait.js'
 import { harnesses } from './harness.js'
 import { nestHarnesses } from './nest-harness.js'
 
@@ -26,13 +27,8 @@ describe.skipIf(redis === undefined)('skipSuccessfulRequests on a RedisStore', (
     const [stateKey] = store.keysOf('127.0.0.1', parsePolicies(limits))
     /** The fixed window's count as Redis holds it: the second double of the state. */
     const countInRedis = async () => (await client.getBuffer(stateKey as string))?.readDoubleLE(8)
-    const settledAt = async (count: number) => {
-      const until = Date.now() + 3000
-      while ((await countInRedis()) !== count) {
-        if (Date.now() > until) throw new Error(`count in Redis stayed ${await countInRedis()}, not ${count}`)
-        await new Promise((resolve) => setTimeout(resolve, 20))
-      }
-    }
+    const settledAt = (count: number) =>
+      until(countInRedis, { done: (c) => c === count, what: `a count of ${count} in Redis` })
     const app = await h.app({
       use: [h.rateLimit({ limiter, skipSuccessfulRequests: true })],
       routes: [{ path: '/ok' }, { path: '/wrong', handler: { status: 401 } }],

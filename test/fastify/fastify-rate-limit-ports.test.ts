@@ -19,14 +19,7 @@ import type { Store } from '@sluice/core/store'
 import { rateLimit } from '@sluice/fastify'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { describe, expect, it } from 'vitest'
-
-/** A whole minute, so every fixed window starts on the clock's start. */
-const T0 = 1_800_000_000_000
-
-function clocked() {
-  const clock = { now: T0 }
-  return { clock, store: new MemoryStore({ now: () => clock.now }) }
-}
+import { clockedStore } from '../support/clock.js'
 
 /** Their `max` per `timeWindow`: a fixed window. */
 const fixed = (limit: number, window: number | string) => ({ limit, window, algorithm: 'fixed-window' as const })
@@ -58,7 +51,7 @@ describe('ported from @fastify/rate-limit test/global-rate-limit.test.js', () =>
     ["'With text timeWindow'", '1s'],
   ] as const) {
     it(`admits max per window, denies with Retry-After, admits again after the window [${origin}]`, async () => {
-      const { clock, store } = clocked()
+      const { clock, store } = clockedStore()
       const app = Fastify()
       await app.register(rateLimit, { limits: fixed(2, window), store, headers: 'legacy' })
       app.get('/', async () => 'hello!')
@@ -74,7 +67,7 @@ describe('ported from @fastify/rate-limit test/global-rate-limit.test.js', () =>
   }
 
   it("a window chosen per request: limiter as a function of the request ['With function timeWindow']", async () => {
-    const { clock, store } = clocked()
+    const { clock, store } = clockedStore()
     const perSecond = createLimiter({ limits: fixed(2, 1000), store })
     const app = Fastify()
     await app.register(rateLimit, { limiter: () => perSecond, headers: 'legacy' })
@@ -148,7 +141,7 @@ describe('ported from @fastify/rate-limit test/global-rate-limit.test.js', () =>
 
   for (const origin of ["'With keyGenerator'", "'With async/await keyGenerator'"]) {
     it(`keyGenerator → key, sync or async [${origin}]`, async () => {
-      const { clock, store } = clocked()
+      const { clock, store } = clockedStore()
       const app = Fastify()
       const keyOf = (request: { headers: Record<string, unknown> }) => String(request.headers['my-custom-header'])
       await app.register(rateLimit, {
@@ -169,7 +162,7 @@ describe('ported from @fastify/rate-limit test/global-rate-limit.test.js', () =>
   }
 
   it("a store of one's own is asked for every decision ['With CustomStore']", async () => {
-    const memory = clocked().store
+    const memory = clockedStore().store
     const keys: string[] = []
     const custom: Store = {
       consume: (key, set, cost) => {
@@ -289,7 +282,7 @@ describe('ported from @fastify/rate-limit test/global-rate-limit.test.js', () =>
   })
 
   it("enableDraftSpec → headers: 'draft-6': RateLimit-Limit, -Remaining, -Reset in seconds, Retry-After ['With enabled IETF Draft Spec']", async () => {
-    const { clock, store } = clocked()
+    const { clock, store } = clockedStore()
     const app = Fastify()
     await app.register(rateLimit, { limits: fixed(2, 1000), store, headers: 'draft-6' })
     app.get('/', async () => 'hello!')
@@ -305,7 +298,7 @@ describe('ported from @fastify/rate-limit test/global-rate-limit.test.js', () =>
   })
 
   it("with draft-6, Reset and Retry-After of a denial agree ['afterReset and Rate Limit remain the same when enableDraftSpec is enabled']", async () => {
-    const { store } = clocked()
+    const { store } = clockedStore()
     const app = Fastify()
     await app.register(rateLimit, { limits: fixed(1, 10_000), store, headers: 'draft-6' })
     app.get('/', async () => 'hello!')
@@ -369,7 +362,7 @@ describe('ported from @fastify/rate-limit test/route-rate-limit.test.js', () => 
   })
 
   it("global: false and a route's config: only that route is limited, its denial through onLimited reaches setErrorHandler ['Basic']", async () => {
-    const { clock, store } = clocked()
+    const { clock, store } = clockedStore()
     const app = Fastify()
     await app.register(rateLimit, {
       global: false,
@@ -490,7 +483,12 @@ describe('ported from @fastify/rate-limit test/route-rate-limit.test.js', () => 
 
   it("global timeWindow when not set in routes: a route's config without limits takes the plugin's, counted apart ['global timeWindow when not set in routes']", async () => {
     const app = Fastify()
-    await app.register(rateLimit, { global: false, limits: fixed(1, 6000), store: clocked().store, headers: 'legacy' })
+    await app.register(rateLimit, {
+      global: false,
+      limits: fixed(1, 6000),
+      store: clockedStore().store,
+      headers: 'legacy',
+    })
     app.get('/six', { config: { rateLimit: {} } }, async () => 'hello!')
     app.get('/other', { config: { rateLimit: {} } }, async () => 'hello!')
     expect(await get(app, '/six')).toMatchObject({ status: 200, limit: '1', remaining: '0' })
@@ -580,7 +578,7 @@ describe('ported from @fastify/rate-limit test/route-rate-limit.test.js', () => 
   })
 
   it("routes of a child scope with windows of their own, at preHandler ['Allow custom timeWindow in preHandler']", async () => {
-    const { clock, store } = clocked()
+    const { clock, store } = clockedStore()
     const app = Fastify()
     await app.register(rateLimit, { global: false, store, headers: 'legacy' })
     app.register(async (child) => {
@@ -697,7 +695,7 @@ describe('ported from @fastify/rate-limit test/route-rate-limit.test.js', () => 
 
   for (const origin of ["'With text timeWindow'", "'timeWindow specified as a string'"]) {
     it(`a route's window as text: denied past max, admitted again after the window [${origin}]`, async () => {
-      const { clock, store } = clocked()
+      const { clock, store } = clockedStore()
       const app = Fastify()
       await app.register(rateLimit, { global: false, store, headers: 'legacy' })
       app.get('/', { config: { rateLimit: { limits: fixed(2, '1s') } } }, async () => 'hello!')
@@ -708,7 +706,7 @@ describe('ported from @fastify/rate-limit test/route-rate-limit.test.js', () => 
   }
 
   it("a route's window chosen per request: limiter as a function ['With function timeWindow']", async () => {
-    const { clock, store } = clocked()
+    const { clock, store } = clockedStore()
     const perSecond = createLimiter({ limits: fixed(2, 1000), store })
     const app = Fastify()
     await app.register(rateLimit, { global: false })
@@ -775,7 +773,7 @@ describe('ported from @fastify/rate-limit test/route-rate-limit.test.js', () => 
   })
 
   it("a route's store of its own ['With CustomStore']", async () => {
-    const memory = clocked().store
+    const memory = clockedStore().store
     let asked = 0
     const custom: Store = {
       consume: (key, set, cost) => {

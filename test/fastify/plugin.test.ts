@@ -6,6 +6,7 @@ import { adaptiveConcurrency, admissionControl, concurrencyLimit, rateLimit } fr
 import Fastify, { type FastifyInstance } from 'fastify'
 import Fastify4 from 'fastify4'
 import { describe, expect, expectTypeOf, it } from 'vitest'
+import { until } from '../support/wait.js'
 
 /** Both majors, each made to look like Fastify 5 to the compiler (the plugin declares both). */
 const majors = [
@@ -139,7 +140,7 @@ describe.each(majors)('@sluice/fastify on %s', (_, make) => {
     await inside
     expect(limiter.inflight).toBe(1)
     const waiting = app.inject('/fast')
-    while (limiter.queued === 0) await new Promise((resolve) => setTimeout(resolve, 1))
+    await until(() => limiter.queued > 0, { every: 1 })
     const refused = await app.inject('/fast')
     expect(refused.statusCode).toBe(503)
     expect(refused.headers['retry-after']).toBe('1')

@@ -10,16 +10,12 @@ import {
   UseGuards,
 } from '@nestjs/common'
 import { APP_FILTER, APP_GUARD } from '@nestjs/core'
-import { ConfigError, MemoryStore, QUOTA_EXCEEDED } from '@sluice/core'
+import { ConfigError, QUOTA_EXCEEDED } from '@sluice/core'
 import { RateLimit, RateLimitException, RateLimitGuard, SkipRateLimit, SluiceModule } from '@sluice/nestjs'
 import { describe, expect, it } from 'vitest'
+import { clockedStore } from '../support/clock.js'
 import { get, platforms, start, statuses } from './app.js'
 
-const T0 = 1_800_000_000_000
-const clockedStore = () => {
-  const clock = { now: T0 }
-  return { clock, store: new MemoryStore({ now: () => clock.now }) }
-}
 const fixed = (limit: number, name?: string) => ({ limit, window: '1m', algorithm: 'fixed-window' as const, name })
 const remaining = (header: string | undefined) => Number(/;r=(\d+)/.exec(header ?? '')?.[1])
 

@@ -4,6 +4,7 @@ import { createServer, Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
+import { until } from './wait.js'
 
 const run = promisify(execFile)
 
@@ -45,14 +46,6 @@ export function answersPing(host: string, port: number, ms = 500): Promise<boole
     socket.on('data', (data) => done(data.toString().startsWith('+PONG')))
     socket.connect(port, host, () => socket.write('PING\r\n'))
   })
-}
-
-async function waitFor(check: () => Promise<boolean>, what: string, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 25))
-  }
 }
 
 function isAlive(pid: number): boolean {
@@ -103,12 +96,15 @@ export async function startRedisServer(options: StartOptions = {}): Promise<Redi
     'yes',
     ...(options.args ?? []),
   ])
-  await waitFor(() => answersPing('127.0.0.1', port), `redis-server on port ${port}`)
+  await until(() => answersPing('127.0.0.1', port), { what: `redis-server on port ${port}` })
   let pid = 0
-  await waitFor(async () => {
-    pid = Number(await readFile(pidfile, 'utf8').catch(() => '0'))
-    return pid > 0
-  }, `the pidfile of redis-server on port ${port}`)
+  await until(
+    async () => {
+      pid = Number(await readFile(pidfile, 'utf8').catch(() => '0'))
+      return pid > 0
+    },
+    { what: `the pidfile of redis-server on port ${port}` },
+  )
   return {
     host: '127.0.0.1',
     port,
@@ -116,7 +112,7 @@ export async function startRedisServer(options: StartOptions = {}): Promise<Redi
     pid,
     async stop() {
       if (isAlive(pid)) process.kill(pid, 'SIGTERM')
-      await waitFor(async () => !isAlive(pid), `redis-server ${pid} to exit`)
+      await until(() => !isAlive(pid), { what: `redis-server ${pid} to exit` })
       await rm(dir, { recursive: true, force: true })
     },
   }
@@ -178,10 +174,13 @@ export async function startCluster(masters = 3, replicas = 0): Promise<RedisClus
       '--cluster-yes',
     ])
     for (const server of servers) {
-      await waitFor(async () => {
-        const { stdout } = await run('redis-cli', ['-p', String(server.port), 'cluster', 'info'])
-        return stdout.includes('cluster_state:ok')
-      }, `cluster node ${server.port} to be ok`)
+      await until(
+        async () => {
+          const { stdout } = await run('redis-cli', ['-p', String(server.port), 'cluster', 'info'])
+          return stdout.includes('cluster_state:ok')
+        },
+        { what: `cluster node ${server.port} to be ok` },
+      )
     }
   } catch (error) {
     await Promise.all(servers.map((s) => s.stop()))

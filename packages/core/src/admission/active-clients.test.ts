@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest'
+import { manualClock, T0 } from '../../../../test/support/clock.js'
 import { ConfigError } from '../diagnostics/errors.js'
 import { ActiveClients } from './active-clients.js'
 
-const T0 = 1_800_000_000_000
 const MINUTE = 60_000
 
 function clocked(options: Partial<ConstructorParameters<typeof ActiveClients>[0]> = {}) {
-  const clock = { now: T0 }
-  const clients = new ActiveClients({ capacity: 1000, ...options, now: () => clock.now })
+  const { clock, now } = manualClock()
+  const clients = new ActiveClients({ capacity: 1000, ...options, now })
   return { clock, clients }
 }
 

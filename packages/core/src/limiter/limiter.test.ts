@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { clockedStore } from '../../../../test/support/clock.js'
 import { unhandledRejections } from '../../../../test/support/unhandled.js'
 import type { Outcome } from '../algorithms/index.js'
 import { ConfigError, StoreFullError, StoreTimeoutError } from '../diagnostics/errors.js'
@@ -8,11 +9,6 @@ import { FilteredStore } from '../stores/filtered-store.js'
 import { MemoryStore } from '../stores/memory-store.js'
 import { SketchStore } from '../stores/sketch-store.js'
 import { consumeNowOf, createLimiter, type Limiter } from './limiter.js'
-
-function clockedStore() {
-  const clock = { now: 1_000_000 }
-  return { clock, store: new MemoryStore({ now: () => clock.now }) }
-}
 
 describe('composition', () => {
   it("gives a MemoryStore's decisions as any store's: the entries its meters label equal toDecision's copies", async () => {

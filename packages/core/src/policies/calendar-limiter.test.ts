@@ -1,20 +1,15 @@
 import { describe, expect, it } from 'vitest'
+import { clockedStore } from '../../../../test/support/clock.js'
 import { ConfigError } from '../diagnostics/errors.js'
 import { createLimiter } from '../limiter/limiter.js'
-import { MemoryStore } from '../stores/memory-store.js'
 import { SketchStore } from '../stores/sketch-store.js'
 import { parsePolicy } from './policy.js'
 
 const at = (text: string) => Date.parse(text)
 
-function clocked(start: string) {
-  const clock = { now: at(start) }
-  return { clock, store: new MemoryStore({ now: () => clock.now }) }
-}
-
 describe('calendar periods on a limiter', () => {
   it('counts a month in Berlin, tells the true time to its end, and starts afresh on the 1st', async () => {
-    const { clock, store } = clocked('2026-03-30T10:00:00Z')
+    const { clock, store } = clockedStore(at('2026-03-30T10:00:00Z'))
     const limiter = createLimiter({ limits: { limit: 3, period: 'month', timeZone: 'Europe/Berlin' }, store })
     expect((await limiter.consume('k')).remaining).toBe(2)
     await limiter.consume('k')
@@ -34,7 +29,7 @@ describe('calendar periods on a limiter', () => {
   })
 
   it('anchors each key to its own billing day, a 31st meaning the last day of a shorter month', async () => {
-    const { clock, store } = clocked('2026-02-27T12:00:00Z')
+    const { clock, store } = clockedStore(at('2026-02-27T12:00:00Z'))
     const billingDays: Record<string, string> = { alice: '2025-12-31', bob: '2026-01-15' }
     const limiter = createLimiter({
       limits: { limit: 2, period: 'month', anchor: (key) => billingDays[key] ?? '2026-01-01' },
@@ -51,7 +46,7 @@ describe('calendar periods on a limiter', () => {
   })
 
   it('a refund of a request admitted last period gives nothing back into this one', async () => {
-    const { clock, store } = clocked('2026-12-31T23:59:59Z')
+    const { clock, store } = clockedStore(at('2026-12-31T23:59:59Z'))
     const limiter = createLimiter({ limits: { limit: 5, period: 'year' }, store })
     const admittedAt = limiter.clock()
     await limiter.consume('k', { cost: 5 })
@@ -64,7 +59,7 @@ describe('calendar periods on a limiter', () => {
   })
 
   it('sits beside a plain window in one set, all-or-nothing', async () => {
-    const { clock, store } = clocked('2026-06-15T12:00:30Z')
+    const { clock, store } = clockedStore(at('2026-06-15T12:00:30Z'))
     const limiter = createLimiter({
       limits: [
         { limit: 100, period: 'day', timeZone: 'America/New_York' },

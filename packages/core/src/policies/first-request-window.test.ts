@@ -1,16 +1,11 @@
 import { describe, expect, it } from 'vitest'
+import { clockedStore } from '../../../../test/support/clock.js'
 import { ConfigError } from '../diagnostics/errors.js'
 import { createLimiter } from '../limiter/limiter.js'
-import { MemoryStore } from '../stores/memory-store.js'
 import { SketchStore } from '../stores/sketch-store.js'
 import { parsePolicy } from './policy.js'
 
 const T0 = 1_700_000_000_123 // 123 ms into an aligned second, 1_700_000_000_000 being a multiple of 1000
-
-function clocked() {
-  const clock = { now: T0 }
-  return { clock, store: new MemoryStore({ now: () => clock.now }) }
-}
 
 function configErrorOf(attempt: () => unknown): ConfigError {
   try {
@@ -24,7 +19,7 @@ function configErrorOf(attempt: () => unknown): ConfigError {
 
 describe("fixed windows from each key's first request (start: 'first-request')", () => {
   it('opens a window at the first request and the next at the first request after it ended', async () => {
-    const { clock, store } = clocked()
+    const { clock, store } = clockedStore(T0)
     const limiter = createLimiter({
       limits: { limit: 2, window: 1000, algorithm: 'fixed-window', start: 'first-request' },
       store,
@@ -43,7 +38,7 @@ describe("fixed windows from each key's first request (start: 'first-request')",
   })
 
   it('starts each key at its own first request', async () => {
-    const { clock, store } = clocked()
+    const { clock, store } = clockedStore(T0)
     const limiter = createLimiter({
       limits: { limit: 1, window: 1000, algorithm: 'fixed-window', start: 'first-request' },
       store,
@@ -68,7 +63,7 @@ describe("fixed windows from each key's first request (start: 'first-request')",
   })
 
   it('refunds only a request admitted in the same window', async () => {
-    const { clock, store } = clocked()
+    const { clock, store } = clockedStore(T0)
     const limiter = createLimiter({
       limits: { limit: 2, window: 1000, algorithm: 'fixed-window', start: 'first-request' },
       store,
