@@ -131,6 +131,12 @@ export class Lease {
     return outcomes
   }
 
+  /** Whether units admitted alone are still to be charged, or in flight. */
+  owes(): boolean {
+    for (let i = 0; i < this.charge.length; i++) if ((this.charge[i] as number) + (this.charging[i] as number) > 0) return true
+    return false
+  }
+
   /**
    * The denial of a request whose exact take Redis refused: the outcomes on the state it showed,
    * denied whatever a float's last bit says here; later requests are denied here until retryAfter.

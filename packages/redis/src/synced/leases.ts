@@ -103,7 +103,11 @@ export class Leases {
    * a key it does not.
    */
   alone(key: string, set: PolicySet, cost: number): readonly Outcome[] | undefined {
-    return this.#leases.get(set)?.get(key)?.spendAlone(this.#local(), this.#o.share(set), cost)
+    const lease = this.#leases.get(set)?.get(key)
+    if (lease === undefined) return undefined
+    // Demand while Redis is away keeps the lease (and its view) from idling out.
+    lease.demand.asked += cost
+    return lease.spendAlone(this.#local(), this.#o.share(set), cost)
   }
 
   /**
@@ -309,7 +313,8 @@ export class Leases {
       for (const [key, lease] of byKey) {
         lease.demand.rollover(local)
         if (lease.pending !== undefined) continue
-        if (lease.demand.idle >= IDLE_SYNCS) {
+        // A lease that still owes a charge stays until Redis has it.
+        if (lease.demand.idle >= IDLE_SYNCS && !lease.owes()) {
           this.#giveBackAll(lease, ops)
           byKey.delete(key)
           this.#size--
