@@ -133,7 +133,8 @@ export class Lease {
 
   /** Whether units admitted alone are still to be charged, or in flight. */
   owes(): boolean {
-    for (let i = 0; i < this.charge.length; i++) if ((this.charge[i] as number) + (this.charging[i] as number) > 0) return true
+    for (let i = 0; i < this.charge.length; i++)
+      if ((this.charge[i] as number) + (this.charging[i] as number) > 0) return true
     return false
   }
 
