@@ -5,7 +5,7 @@ import { hashTag } from '../keys.js'
 import { LEASE_LUA, LEASE_MODE, LEASE_OP_DOUBLES } from '../lua/lease.js'
 import { LEASE_FIELDS, LEASE_POLICY_BYTES, writePolicy } from '../lua/protocol.js'
 import type { RedisStore } from '../store.js'
-import { grantTarget, IDLE_SYNCS, Lease, leasable, maxGrant } from './lease.js'
+import { grantTarget, IDLE_SYNCS, Lease, leasable, maxGrant, type SeenState } from './lease.js'
 import { slotOf } from './slot.js'
 
 const LEASE = script(LEASE_LUA)
@@ -16,6 +16,8 @@ const MAX_BACKOFF_MS = 5000
 const FIRST_TAKE = 4
 /** How much each take grows over the last. */
 const TAKE_GROWTH = 4
+/** Remembered states (see `Leases.#remembered`) a sync looks at to drop those full again. */
+const REMEMBERED_SWEPT = 64
 
 /**
  * One policy of one lease: units to take (> 0) or give back (< 0); `mode` (default up to):
@@ -72,6 +74,12 @@ export class Leases {
   #nextAttempt = 0
   #closed = false
   #unreturned = 0
+  /**
+   * What leases forgotten while idle last read of their states, by Redis key, until those states
+   * would be full again (at most `maxKeys`, oldest out): a lease made again for the key starts
+   * from it, so a state Redis forgot meanwhile is rebuilt from it too (see LEASE_LUA).
+   */
+  readonly #remembered = new Map<string, { view: readonly [number, number]; seen: SeenState; fullAt: number }>()
 
   constructor(options: LeasesOptions) {
     this.#o = options
@@ -257,6 +265,7 @@ export class Leases {
     if (this.#size >= this.#o.maxKeys) return undefined
     this.#start()
     lease = new Lease(this.#o.redis.keysOf(key, set), this.#cluster ? slotOf(hashTag(key)) : 0, set, this.#local())
+    this.#recall(lease)
     this.#giveBackShared(key, lease)
     byKey.set(key, lease)
     this.#size++
@@ -307,6 +316,7 @@ export class Leases {
       return
     }
     const local = this.#local()
+    this.#forgetFull(local)
     if (this.#closed || this.#syncing !== undefined || local < this.#nextAttempt) return
     const ops: Op[] = []
     for (const byKey of this.#leases.values()) {
@@ -316,6 +326,7 @@ export class Leases {
         // A lease that still owes a charge stays until Redis has it.
         if (lease.demand.idle >= IDLE_SYNCS && !lease.owes()) {
           this.#giveBackAll(lease, ops)
+          this.#remember(lease, local)
           byKey.delete(key)
           this.#size--
           continue
@@ -344,6 +355,51 @@ export class Leases {
   }
 
   /** Gives back all held, and sends any charge left (a lease forgotten or closed owes nothing unsent). */
+  /** Keeps what a lease forgotten while idle last read of each state not yet full again (see `#remembered`). */
+  #remember(lease: Lease, local: number): void {
+    for (const [index, policy] of lease.set.policies.entries()) {
+      const view = lease.view[index]
+      const seen = lease.seen[index]
+      if (view === undefined || seen === undefined) continue
+      // A token bucket's held units went back with the lease: its full time is read without them (later, so safe).
+      const fullAt =
+        policy.algorithm === 'token-bucket'
+          ? seen.updated + (policy.burst * policy.window - seen.tokensOrTat) / policy.limit
+          : seen.tokensOrTat
+      if (fullAt <= local) continue
+      const key = lease.keys[index] as string
+      this.#remembered.delete(key)
+      this.#remembered.set(key, { view, seen, fullAt })
+      if (this.#remembered.size > this.#o.maxKeys) {
+        const oldest = this.#remembered.keys().next()
+        if (oldest.done !== true) this.#remembered.delete(oldest.value)
+      }
+    }
+  }
+
+  /** Drops some remembered states full again by now, oldest first (a slice a sync; `maxKeys` bounds the rest). */
+  #forgetFull(local: number): void {
+    let visited = 0
+    for (const [key, { fullAt }] of this.#remembered) {
+      if (++visited > REMEMBERED_SWEPT) break
+      if (fullAt <= local) this.#remembered.delete(key)
+    }
+  }
+
+  /** A new lease starts from what a forgotten one remembered of its states, while they are not yet full. */
+  #recall(lease: Lease): void {
+    if (this.#remembered.size === 0) return
+    const local = this.#local()
+    for (const [index, key] of lease.keys.entries()) {
+      const remembered = this.#remembered.get(key)
+      if (remembered === undefined) continue
+      this.#remembered.delete(key)
+      if (remembered.fullAt <= local) continue
+      lease.view[index] = remembered.view
+      lease.seen[index] = remembered.seen
+    }
+  }
+
   #giveBackAll(lease: Lease, ops: Op[]): void {
     for (const [index, held] of lease.held.entries()) {
       if (held > 0 || (lease.charge[index] as number) > 0) this.#push(ops, lease, index, -held)
