@@ -53,11 +53,12 @@ export interface LeasesOptions {
  * tops each grant up to what the node asks for in two intervals (at most a tenth of the burst) and
  * gives back what is beyond twice that. A request that finds too little held waits for a take (one
  * call shared by the requests of that event-loop turn). When Redis gives less than asked, the
- * quota is low: the node spends what it holds, then decides the key per request until
- * a sync's grant comes back whole; each of those requests takes its cost whole or is denied (one
- * call per event-loop turn), and a denial is remembered until its retryAfter. Leases are per (set, key): two sets on one state (a named
- * policy's plans, or one policy in two sets) each hold their own grant, taken from the state, so
- * nothing is counted twice; a key's new lease gives the others' grants on its state back first.
+ * quota is low: the node spends what it holds, then decides the key per request until a sync's
+ * grant comes back whole: each such request takes its cost whole or is denied (one call per
+ * event-loop turn), and a denial is remembered until its retryAfter. Leases are per (set, key):
+ * two sets on one state (a named policy's plans, or one policy in two sets) each hold their own
+ * grant, taken from the state, so nothing is counted twice; a key's new lease gives the others'
+ * grants on its state back first. Through Redis faults, see `Lease.spendAlone` and LEASE_LUA.
  */
 export class Leases {
   readonly #o: LeasesOptions
@@ -354,7 +355,6 @@ export class Leases {
     this.#syncing = syncing
   }
 
-  /** Gives back all held, and sends any charge left (a lease forgotten or closed owes nothing unsent). */
   /** Keeps what a lease forgotten while idle last read of each state not yet full again (see `#remembered`). */
   #remember(lease: Lease, local: number): void {
     for (const [index, policy] of lease.set.policies.entries()) {
@@ -400,6 +400,7 @@ export class Leases {
     }
   }
 
+  /** Gives back all held, and sends any charge left (a lease forgotten or closed owes nothing unsent). */
   #giveBackAll(lease: Lease, ops: Op[]): void {
     for (const [index, held] of lease.held.entries()) {
       if (held > 0 || (lease.charge[index] as number) > 0) this.#push(ops, lease, index, -held)
