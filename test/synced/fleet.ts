@@ -17,6 +17,8 @@ export interface WorkerResult {
   lastError?: string
   /** The longest time between two syncs while offering, in ms: `interval` on an idle machine. */
   maxSyncGap: number
+  /** With plan.record: when each admitted hot-key request was asked (epoch ms). */
+  admittedAt?: number[]
 }
 
 /** Starts one worker process and resolves once it printed "ready". */

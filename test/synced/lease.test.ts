@@ -101,6 +101,51 @@ describe.skipIf(!redis)('SyncedStore leasing token bucket and GCRA', () => {
       await a.close()
       expect(await left(exact, 'r', set)).toBe(99)
     })
+
+    it(`${algorithm}: a key idle until its lease was forgotten, whose state Redis then lost, is rebuilt from what the lease last read`, async () => {
+      let at = T
+      const { nodes, exact } = syncedFleet(client, { name: 'lease-idle-lost', count: 1, now: () => at })
+      const [a] = nodes as [SyncedStore]
+      const set = parsePolicies({ limit: 40, window: 1000, algorithm })
+      const admittedOf = async (requests: number) => {
+        let admitted = 0
+        for (let i = 0; i < requests; i++) if (allowed(await a.consume('idle', set, 1))) admitted++
+        return admitted
+      }
+      expect(await admittedOf(60)).toBe(40)
+      // Ten syncs without a request forget the lease (IDLE_SYNCS), giving back what it held.
+      for (let i = 0; i < 12; i++) await a.flush()
+      at += 100 // 4 units drip in
+      await client.del(exact.keysOf('idle', set))
+      // The drip and what the lease gave back (at most a tenth of the burst); main refilled it: 40.
+      expect(await admittedOf(60)).toBeLessThanOrEqual(4 + 4)
+      await a.close()
+    })
+
+    it(`${algorithm}: a state Redis lost (deleted, as FLUSHALL does) is rebuilt from the nodes' views, not refilled; a reset on one node is not undone by another's view`, async () => {
+      let at = T
+      const { nodes, exact } = syncedFleet(client, { name: 'lease-lost', count: 2, now: () => at })
+      const [a, b] = nodes as [SyncedStore, SyncedStore]
+      // 25 ms a unit.
+      const set = parsePolicies({ limit: 40, window: 1000, algorithm })
+      const admittedOf = async (requests: number) => {
+        let admitted = 0
+        for (let i = 0; i < requests; i++) if (allowed(await (i % 2 === 0 ? a : b).consume('lost', set, 1))) admitted++
+        return admitted
+      }
+      expect(await admittedOf(60)).toBe(40)
+      at += 100 // 4 units drip in
+      await client.del(exact.keysOf('lost', set))
+      // What dripped in, and what the nodes held when it was lost (at most a tenth of the burst
+      // each, spent once); main refilled the lost bucket: 40 more.
+      expect(await admittedOf(60)).toBeLessThanOrEqual(4 + 2 * 4)
+      await a.reset('lost', set)
+      at += 100 // past any denial remembered on b
+      // b, whose view says the bucket is empty, asks first.
+      const first = allowed(await b.consume('lost', set, 1)) ? 1 : 0
+      expect(first + (await admittedOf(80))).toBe(40)
+      await Promise.all(nodes.map((n) => n.close()))
+    })
   }
 
   it('lease: false decides every request in Redis; shaping and blocking policies are never leased', async () => {

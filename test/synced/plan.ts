@@ -19,6 +19,13 @@ export interface WorkerPlan {
   delay?: number
   /** The store's maxKeys. Default the store's. */
   maxKeys?: number
+  /** Report when (epoch ms, asked) each hot-key request was admitted: `admittedAt`. */
+  record?: boolean
+  /**
+   * The client settings the package README recommends for faults (no offline queue, one retry,
+   * reconnect every 50 ms), so a dead Redis fails calls at once. Default ioredis's own.
+   */
+  recommended?: boolean
 }
 
 /** One hot key; 1000 keys in turn; 1000 keys drawn by Zipf (s = 1); a new key each request (a flood). */

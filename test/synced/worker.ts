@@ -20,8 +20,13 @@ let started = Date.now()
 let lastSync: number | undefined
 let maxSyncGap = 0
 process.on('unhandledRejection', (reason) => unhandled.push(String(reason)))
-const client = new Redis(plan.url)
+const client = new Redis(
+  plan.url,
+  plan.recommended ? { enableOfflineQueue: false, maxRetriesPerRequest: 1, retryStrategy: () => 50 } : {},
+)
 client.on('error', () => {})
+// Without an offline queue a command fails until the connection is up.
+if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve))
 await client.ping()
 const store = new SyncedStore({
   client,
@@ -51,6 +56,7 @@ const offered: Record<string, number> = {}
 const errors: Record<string, number> = {}
 let lastError: string | undefined
 let slowest = 0
+const admittedAt: number[] = []
 
 process.stdout.write('ready\n')
 for await (const _ of createInterface({ input: process.stdin })) break
@@ -71,10 +77,13 @@ await new Promise<void>((resolve) => {
       for (; (debts[i] as number) < due; debts[i] = (debts[i] as number) + 1) {
         offered[pattern] = (offered[pattern] ?? 0) + 1
         const asked = performance.now()
+        const askedAt = Date.now()
         const id = pattern === 'flood' ? `${plan.nodeId}:${next()}` : String(next() % keyCount)
         const count = (outcomes: readonly { allowed: boolean }[]) => {
           slowest = Math.max(slowest, performance.now() - asked)
-          if (outcomes.every((o) => o.allowed)) admitted[pattern] = (admitted[pattern] ?? 0) + 1
+          if (!outcomes.every((o) => o.allowed)) return
+          admitted[pattern] = (admitted[pattern] ?? 0) + 1
+          if (plan.record && pattern === 'hot') admittedAt.push(askedAt)
         }
         let answer: ReturnType<typeof store.consume>
         try {
@@ -105,6 +114,6 @@ await new Promise((r) => setTimeout(r, 300)) // exact decisions still in flight
 await store.flush()
 const closed = await store.close()
 process.stdout.write(
-  `${JSON.stringify({ admitted, offered, slowest, unhandled, syncErrors, errors, lastError, closed, maxSyncGap })}\n`,
+  `${JSON.stringify({ admitted, offered, slowest, unhandled, syncErrors, errors, lastError, closed, maxSyncGap, ...(plan.record ? { admittedAt } : {}) })}\n`,
 )
 client.disconnect()

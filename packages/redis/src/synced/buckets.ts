@@ -20,9 +20,11 @@ export interface LeaseConfig {
 /**
  * Token bucket and GCRA: from a leased grant (see `Leases`) when every policy of the set can be
  * leased, else exact through `RedisStore`, waiting at most EXACT_TIMEOUT_MS. While the node is
- * degraded, or when a call fails, the key is decided in memory on this node's share of each limit
- * and burst; those decisions are not sent to Redis later (a bucket's refill makes them a function
- * of time, not a total a sync could carry). A named policy keeps its state across a plan change on
+ * degraded, or when a call fails, a leased key is decided from what this node holds, then on its
+ * share of what the bucket held at the last reply, and what it admits so is charged to Redis's
+ * state once Redis answers (`Lease.spendAlone`); a state Redis forgot is rebuilt from the nodes'
+ * views (LEASE_LUA). A key not leased is decided in memory on this node's share of each limit
+ * and burst from a full bucket, and not charged later. A named policy keeps its state across a plan change on
  * every path: Redis's state records its burst or limit (leases included, see LEASE_LUA and
  * `Leases`), and the share's policies keep their ids, so the MemoryStore converts its state too.
  */
@@ -45,13 +47,15 @@ export class BucketPath {
             redis: exact,
             timeout: EXACT_TIMEOUT_MS,
             exactly: (key, set, cost) => this.#exactly(key, set, cost),
-            alone: (key, set, cost) => this.alone.consume(key, this.fleet.shareOf(set), cost),
+            share: (set) => this.fleet.shareOf(set),
           })
   }
 
   /** The one way a bucket decision goes: every SyncedStore decision on a bucket policy set comes here. */
   consume(key: string, set: PolicySet, cost: number): readonly Outcome[] | Promise<readonly Outcome[]> {
-    if (this.fleet.degraded()) return this.alone.consume(key, this.fleet.shareOf(set), cost)
+    if (this.fleet.degraded()) {
+      return this.#leases?.alone(key, set, cost) ?? this.alone.consume(key, this.fleet.shareOf(set), cost)
+    }
     if (this.#leases?.serves(set)) return this.#leases.consume(key, set, cost)
     return this.#exactly(key, set, cost)
   }
@@ -66,10 +70,10 @@ export class BucketPath {
     return undefined
   }
 
-  /** Redis's state starts again, and this node's grant of it with it. */
-  reset(key: string, set: PolicySet): Promise<void> {
-    this.#leases?.forget(key, set)
-    return this.exact.reset(key, set)
+  /** Redis's state starts again, and this node's grant of it with it (a leased one written full, see `Leases.reset`). */
+  async reset(key: string, set: PolicySet): Promise<void> {
+    await this.exact.reset(key, set)
+    if (this.#leases?.serves(set)) await this.#leases.reset(key, set)
   }
 
   /** One lease sync now (after any in flight); never rejects. */

@@ -95,6 +95,55 @@ describe('grant sizing', () => {
     expect(lease.held).toEqual([2, 0])
   })
 
+  it('alone (Redis unreachable): spends what is held, then this node’s share of what the bucket held when last heard, refilled at the share’s rate; what it admits is owed as a charge', () => {
+    const set = parsePolicies({ limit: 100, window: 1000, algorithm: 'token-bucket' })
+    const quarter = parsePolicies({ limit: 25, window: 1000, algorithm: 'token-bucket', burst: 25 })
+    let now = T
+    const lease = new Lease(['k'], 0, set, now)
+    lease.held[0] = 2
+    // Redis showed 40 tokens left (a token is `window` units).
+    lease.seen[0] = { tokensOrTat: 40 * 1000, updated: now }
+    let admitted = 0
+    for (let i = 0; i < 30; i++) if (lease.spendAlone(now, quarter, 1).every((o) => o.allowed)) admitted++
+    // 2 held, then a quarter of the 40: not a fresh share of 25.
+    expect(admitted).toBe(2 + 10)
+    expect(lease.charge).toEqual([10])
+    expect(lease.owes()).toBe(true)
+    now += 400 // 40 units drip into the whole bucket: 10 into this share
+    admitted = 0
+    for (let i = 0; i < 30; i++) if (lease.spendAlone(now, quarter, 1).every((o) => o.allowed)) admitted++
+    expect(admitted).toBe(10)
+    expect(lease.charge).toEqual([20])
+  })
+
+  it('alone on GCRA: the share’s units are as many as the whole’s times the share, from the TAT last heard', () => {
+    const set = parsePolicies({ limit: 100, window: 1000, algorithm: 'gcra' })
+    const half = parsePolicies({ limit: 50, window: 1000, algorithm: 'gcra', burst: 50 })
+    const now = T
+    const lease = new Lease(['k'], 0, set, now)
+    // 10 ms a unit, tolerance 1000 ms: a TAT 800 ms ahead leaves 20 units.
+    lease.seen[0] = { tokensOrTat: now + 800, updated: 0 }
+    let admitted = 0
+    for (let i = 0; i < 30; i++) if (lease.spendAlone(now, half, 1).every((o) => o.allowed)) admitted++
+    expect(admitted).toBe(10)
+    // A reply (Redis answers again) starts the next outage from what it shows, less what is still owed.
+    lease.alone = undefined
+    admitted = 0
+    for (let i = 0; i < 30; i++) if (lease.spendAlone(now, half, 1).every((o) => o.allowed)) admitted++
+    expect(admitted).toBe(0)
+  })
+
+  it('refuse: a denial Redis gave is a denial here, remembered until its retryAfter', () => {
+    const set = parsePolicies({ limit: 10, window: 1000, algorithm: 'token-bucket' })
+    const now = T
+    const lease = new Lease(['k'], 0, set, now)
+    lease.seen[0] = { tokensOrTat: 0.5 * 1000, updated: now }
+    const [outcome] = lease.refuse(now, 1)
+    expect(outcome?.allowed).toBe(false)
+    expect(outcome?.retryAfter).toBe(50)
+    expect(lease.deniedUntil).toBe(now + 50)
+  })
+
   it('leases token bucket and GCRA that neither shape nor block', () => {
     expect(leasable(bucket)).toBe(true)
     expect(leasable(parsePolicy({ limit: 5, window: 1000, algorithm: 'gcra', maxDelay: 100 }))).toBe(false)

@@ -1,5 +1,5 @@
 import type { Policy, PolicySet } from '@sluice/core'
-import { evaluate, type Outcome } from '@sluice/core/store'
+import { type AlgorithmState, evaluate, type Outcome } from '@sluice/core/store'
 
 /** A grant covers this node's consumption until the sync after next, so a steady key never runs dry between syncs. */
 export const HORIZON_INTERVALS = 2
@@ -77,6 +77,19 @@ export interface SeenState {
 export class Lease {
   readonly held: number[]
   readonly seen: (SeenState | undefined)[]
+  /** Per policy the state as the last reply gave it, on Redis's clock: sent back to rebuild a state Redis forgot. */
+  readonly view: (readonly [number, number] | undefined)[]
+  /** Per policy the units admitted alone (Redis unreachable) not yet sent to be charged. */
+  readonly charge: number[]
+  /** Per policy the units admitted alone sent to be charged, not yet answered. */
+  readonly charging: number[]
+  /**
+   * This node's share of the key while Redis does not answer (see `spendAlone`): the share's
+   * states, cut from what the last reply showed; undefined until needed, and again after a reply.
+   */
+  alone: { readonly share: PolicySet; states: readonly (AlgorithmState | undefined)[] } | undefined
+  /** Until this local time a request is denied here: an exact take was refused (as RedisStore's denied cache). */
+  deniedUntil = 0
   readonly demand: Demand
   exact = false
   /** Units the last take asked for (the next asks more). */
@@ -94,7 +107,77 @@ export class Lease {
   ) {
     this.held = set.policies.map(() => 0)
     this.seen = set.policies.map(() => undefined)
+    this.view = set.policies.map(() => undefined)
+    this.charge = set.policies.map(() => 0)
+    this.charging = set.policies.map(() => 0)
     this.demand = new Demand(now)
+  }
+
+  /**
+   * A decision while Redis does not answer: from what is held (Redis counted it when it granted
+   * it), else on this node's `share` of what the bucket held at the last reply, refilled at the
+   * share's rate; what is admitted so is charged to Redis's state once it answers again. A key
+   * never answered for starts from a full share.
+   */
+  spendAlone(now: number, share: PolicySet, cost: number): readonly Outcome[] {
+    const held = this.spend(now, cost)
+    if (held !== undefined) return held
+    if (this.alone?.share !== share) this.alone = { share, states: this.#shareStates(now, share) }
+    const { allowed, outcomes, states } = evaluate(this.alone.states, now, share, cost)
+    if (allowed) {
+      this.alone.states = states
+      for (let i = 0; i < this.charge.length; i++) this.charge[i] = (this.charge[i] as number) + cost
+    }
+    return outcomes
+  }
+
+  /** Whether units admitted alone are still to be charged, or in flight. */
+  owes(): boolean {
+    for (let i = 0; i < this.charge.length; i++)
+      if ((this.charge[i] as number) + (this.charging[i] as number) > 0) return true
+    return false
+  }
+
+  /**
+   * The denial of a request whose exact take Redis refused: the outcomes on the state it showed,
+   * denied whatever a float's last bit says here; later requests are denied here until retryAfter.
+   */
+  refuse(now: number, cost: number): readonly Outcome[] {
+    const { outcomes } = evaluate(this.#states(), now, this.set, cost)
+    const denied = outcomes.map((o, i) =>
+      (this.held[i] as number) >= cost
+        ? o
+        : { ...o, allowed: false, remaining: 0, retryAfter: Math.max(1, o.retryAfter) },
+    )
+    let retry = 0
+    for (const o of denied) if (!o.allowed) retry = Math.max(retry, o.retryAfter)
+    this.deniedUntil = now + retry
+    return denied
+  }
+
+  /**
+   * Each policy's state on `share` from the last reply: the bucket refilled to now, cut to the
+   * share (a token bucket's tokens in proportion to its burst; a GCRA's TAT as it is, since the
+   * share's tolerance is the whole's and its units are that much longer), less what this node
+   * admitted alone and Redis has not yet been charged.
+   */
+  #shareStates(now: number, share: PolicySet): (AlgorithmState | undefined)[] {
+    return this.set.policies.map((policy, i) => {
+      const cut = share.policies[i] as Policy
+      const seen = this.seen[i]
+      const owed = (this.charge[i] as number) + (this.charging[i] as number)
+      if (policy.algorithm === 'token-bucket') {
+        const full = policy.burst * policy.window
+        const refilled =
+          seen === undefined ? full : Math.min(full, seen.tokensOrTat + Math.max(0, now - seen.updated) * policy.limit)
+        const tokens = (refilled * cut.burst) / policy.burst - owed * cut.window
+        return { tokens, updated: now, burst: cut.burst, limit: cut.limit }
+      }
+      const interval = cut.window / cut.limit
+      // Beyond tolerance a TAT is spent all the same, and further than a window beyond it reads as none.
+      const tat = Math.min(Math.max(now, seen?.tokensOrTat ?? now) + owed * interval, now + interval * cut.burst)
+      return { tat, limit: cut.limit }
+    })
   }
 
   /**

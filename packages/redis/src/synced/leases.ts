@@ -2,10 +2,10 @@ import type { PolicySet } from '@sluice/core'
 import type { Outcome } from '@sluice/core/store'
 import { run, type ScriptClient, script } from '../client.js'
 import { hashTag } from '../keys.js'
-import { LEASE_LUA } from '../lua/lease.js'
+import { LEASE_LUA, LEASE_MODE, LEASE_OP_DOUBLES } from '../lua/lease.js'
 import { LEASE_FIELDS, LEASE_POLICY_BYTES, writePolicy } from '../lua/protocol.js'
 import type { RedisStore } from '../redis-store.js'
-import { grantTarget, IDLE_SYNCS, Lease, leasable, maxGrant } from './lease.js'
+import { grantTarget, IDLE_SYNCS, Lease, leasable, maxGrant, type SeenState } from './lease.js'
 import { slotOf } from './slot.js'
 
 const LEASE = script(LEASE_LUA)
@@ -16,12 +16,18 @@ const MAX_BACKOFF_MS = 5000
 const FIRST_TAKE = 4
 /** How much each take grows over the last. */
 const TAKE_GROWTH = 4
+/** Remembered states (see `Leases.#remembered`) a sync looks at to drop those full again. */
+const REMEMBERED_SWEPT = 64
 
-/** One policy of one lease: units to take (> 0) or give back (< 0). */
+/**
+ * One policy of one lease: units to take (> 0) or give back (< 0); `mode` (default up to):
+ * LEASE_MODE's. Each op also carries the lease's view and any charge (see `#call`).
+ */
 interface Op {
   readonly lease: Lease
   readonly index: number
   readonly amount: number
+  readonly mode?: number
 }
 
 export interface LeasesOptions {
@@ -34,10 +40,10 @@ export interface LeasesOptions {
   now: (() => number) | undefined
   /** How long a request may wait for a grant before it is decided `alone`. */
   timeout: number
-  /** Decides one request per request in Redis (a key whose quota is low). */
+  /** Decides one request in Redis, for a key this node holds no lease of (at `maxKeys`). */
   exactly(key: string, set: PolicySet, cost: number): readonly Outcome[] | Promise<readonly Outcome[]>
-  /** Decides one request without Redis (it did not answer in time). */
-  alone(key: string, set: PolicySet, cost: number): readonly Outcome[]
+  /** This node's share of a set while Redis does not answer (see `Lease.spendAlone`). */
+  share(set: PolicySet): PolicySet
 }
 
 /**
@@ -47,10 +53,12 @@ export interface LeasesOptions {
  * tops each grant up to what the node asks for in two intervals (at most a tenth of the burst) and
  * gives back what is beyond twice that. A request that finds too little held waits for a take (one
  * call shared by the requests of that event-loop turn). When Redis gives less than asked, the
- * quota is low: the node spends what it holds, then decides the key per request (`exactly`) until
- * a sync's grant comes back whole. Leases are per (set, key): two sets on one state (a named
- * policy's plans, or one policy in two sets) each hold their own grant, taken from the state, so
- * nothing is counted twice; a key's new lease gives the others' grants on its state back first.
+ * quota is low: the node spends what it holds, then decides the key per request until a sync's
+ * grant comes back whole: each such request takes its cost whole or is denied (one call per
+ * event-loop turn), and a denial is remembered until its retryAfter. Leases are per (set, key):
+ * two sets on one state (a named policy's plans, or one policy in two sets) each hold their own
+ * grant, taken from the state, so nothing is counted twice; a key's new lease gives the others'
+ * grants on its state back first. Through Redis faults, see `Lease.spendAlone` and LEASE_LUA.
  */
 export class Leases {
   readonly #o: LeasesOptions
@@ -67,6 +75,12 @@ export class Leases {
   #nextAttempt = 0
   #closed = false
   #unreturned = 0
+  /**
+   * What leases forgotten while idle last read of their states, by Redis key, until those states
+   * would be full again (at most `maxKeys`, oldest out): a lease made again for the key starts
+   * from it, so a state Redis forgot meanwhile is rebuilt from it too (see LEASE_LUA).
+   */
+  readonly #remembered = new Map<string, { view: readonly [number, number]; seen: SeenState; fullAt: number }>()
 
   constructor(options: LeasesOptions) {
     this.#o = options
@@ -89,7 +103,35 @@ export class Leases {
     lease.demand.asked += cost
     const spent = lease.spend(this.#local(), cost)
     if (spent !== undefined) return spent
-    return lease.exact ? this.#o.exactly(key, set, cost) : this.#take(lease, key, cost)
+    return lease.exact ? this.#exactly(lease, cost) : this.#take(lease, key, cost)
+  }
+
+  /**
+   * A decision while Redis does not answer, for a key this node leases (see `Lease.spendAlone`:
+   * what is held, then this node's share of what the bucket held when last heard); undefined for
+   * a key it does not.
+   */
+  alone(key: string, set: PolicySet, cost: number): readonly Outcome[] | undefined {
+    const lease = this.#leases.get(set)?.get(key)
+    if (lease === undefined) return undefined
+    // Demand while Redis is away keeps the lease (and its view) from idling out.
+    lease.demand.asked += cost
+    return lease.spendAlone(this.#local(), this.#o.share(set), cost)
+  }
+
+  /**
+   * Redis's states of the key start again full on every node: written full (one call) for long
+   * enough that no other node's view of them, taken before, rebuilds them (see LEASE_LUA).
+   */
+  async reset(key: string, set: PolicySet): Promise<void> {
+    this.forget(key, set)
+    const lease = new Lease(
+      this.#o.redis.keysOf(key, set),
+      this.#cluster ? slotOf(hashTag(key)) : 0,
+      set,
+      this.#local(),
+    )
+    await this.#send(set.policies.map((_, index) => ({ lease, index, amount: 0, mode: LEASE_MODE.reset })))
   }
 
   /** Forgets what this node holds of the key (a reset: Redis's state starts again, the grant with it). */
@@ -172,11 +214,31 @@ export class Leases {
     }
     return this.#within(lease.pending).then((answered) => {
       // Not answered in time, or failed: this request is decided without Redis.
-      if (answered !== true) return this.#o.alone(key, lease.set, cost)
+      if (answered !== true) return lease.spendAlone(this.#local(), this.#o.share(lease.set), cost)
       const spent = lease.spend(this.#local(), cost)
       if (spent !== undefined) return spent
       // Redis gave less than asked (low quota: per request from now on), or others spent it first.
-      return lease.exact ? this.#o.exactly(key, lease.set, cost) : this.#take(lease, key, cost)
+      return lease.exact ? this.#exactly(lease, cost) : this.#take(lease, key, cost)
+    })
+  }
+
+  /**
+   * A request on a key whose quota is low: its cost taken whole from Redis (every policy), or
+   * denied. Through the lease script, so a state Redis forgot is rebuilt first (see LEASE_LUA).
+   */
+  #exactly(lease: Lease, cost: number): readonly Outcome[] | Promise<readonly Outcome[]> {
+    if (this.#local() < lease.deniedUntil) return lease.refuse(this.#local(), cost)
+    const ops: Op[] = []
+    for (const [index, held] of lease.held.entries()) {
+      if (held < cost) ops.push({ lease, index, amount: cost - held, mode: LEASE_MODE.whole })
+    }
+    const answered = this.#enqueue(ops).then(
+      () => true,
+      () => false,
+    )
+    return this.#within(answered).then((ok) => {
+      if (ok !== true) return lease.spendAlone(this.#local(), this.#o.share(lease.set), cost)
+      return lease.spend(this.#local(), cost) ?? lease.refuse(this.#local(), cost)
     })
   }
 
@@ -204,6 +266,7 @@ export class Leases {
     if (this.#size >= this.#o.maxKeys) return undefined
     this.#start()
     lease = new Lease(this.#o.redis.keysOf(key, set), this.#cluster ? slotOf(hashTag(key)) : 0, set, this.#local())
+    this.#recall(lease)
     this.#giveBackShared(key, lease)
     byKey.set(key, lease)
     this.#size++
@@ -254,20 +317,24 @@ export class Leases {
       return
     }
     const local = this.#local()
+    this.#forgetFull(local)
     if (this.#closed || this.#syncing !== undefined || local < this.#nextAttempt) return
     const ops: Op[] = []
     for (const byKey of this.#leases.values()) {
       for (const [key, lease] of byKey) {
         lease.demand.rollover(local)
         if (lease.pending !== undefined) continue
-        if (lease.demand.idle >= IDLE_SYNCS) {
+        // A lease that still owes a charge stays until Redis has it.
+        if (lease.demand.idle >= IDLE_SYNCS && !lease.owes()) {
           this.#giveBackAll(lease, ops)
+          this.#remember(lease, local)
           byKey.delete(key)
           this.#size--
           continue
         }
         for (const [index, amount] of lease.adjustments(this.#o.interval).entries()) {
-          if (amount !== 0) this.#push(ops, lease, index, amount)
+          // What was admitted alone goes to be charged even with nothing to take or give back.
+          if (amount !== 0 || (lease.charge[index] as number) > 0) this.#push(ops, lease, index, amount)
         }
       }
     }
@@ -288,8 +355,56 @@ export class Leases {
     this.#syncing = syncing
   }
 
+  /** Keeps what a lease forgotten while idle last read of each state not yet full again (see `#remembered`). */
+  #remember(lease: Lease, local: number): void {
+    for (const [index, policy] of lease.set.policies.entries()) {
+      const view = lease.view[index]
+      const seen = lease.seen[index]
+      if (view === undefined || seen === undefined) continue
+      // A token bucket's held units went back with the lease: its full time is read without them (later, so safe).
+      const fullAt =
+        policy.algorithm === 'token-bucket'
+          ? seen.updated + (policy.burst * policy.window - seen.tokensOrTat) / policy.limit
+          : seen.tokensOrTat
+      if (fullAt <= local) continue
+      const key = lease.keys[index] as string
+      this.#remembered.delete(key)
+      this.#remembered.set(key, { view, seen, fullAt })
+      if (this.#remembered.size > this.#o.maxKeys) {
+        const oldest = this.#remembered.keys().next()
+        if (oldest.done !== true) this.#remembered.delete(oldest.value)
+      }
+    }
+  }
+
+  /** Drops some remembered states full again by now, oldest first (a slice a sync; `maxKeys` bounds the rest). */
+  #forgetFull(local: number): void {
+    let visited = 0
+    for (const [key, { fullAt }] of this.#remembered) {
+      if (++visited > REMEMBERED_SWEPT) break
+      if (fullAt <= local) this.#remembered.delete(key)
+    }
+  }
+
+  /** A new lease starts from what a forgotten one remembered of its states, while they are not yet full. */
+  #recall(lease: Lease): void {
+    if (this.#remembered.size === 0) return
+    const local = this.#local()
+    for (const [index, key] of lease.keys.entries()) {
+      const remembered = this.#remembered.get(key)
+      if (remembered === undefined) continue
+      this.#remembered.delete(key)
+      if (remembered.fullAt <= local) continue
+      lease.view[index] = remembered.view
+      lease.seen[index] = remembered.seen
+    }
+  }
+
+  /** Gives back all held, and sends any charge left (a lease forgotten or closed owes nothing unsent). */
   #giveBackAll(lease: Lease, ops: Op[]): void {
-    for (const [index, held] of lease.held.entries()) if (held > 0) this.#push(ops, lease, index, -held)
+    for (const [index, held] of lease.held.entries()) {
+      if (held > 0 || (lease.charge[index] as number) > 0) this.#push(ops, lease, index, -held)
+    }
   }
 
   /**
@@ -350,20 +465,48 @@ export class Leases {
     return Promise.all(calls).then(() => undefined)
   }
 
+  /**
+   * One LEASE_LUA call. Each op carries its lease's view (the state the last reply showed, to
+   * rebuild it if Redis forgot it) and what the lease admitted alone since it was last charged;
+   * a charge that fails goes with the next call (sent twice, it under-admits: never the reverse).
+   */
   async #call(ops: Op[]): Promise<void> {
     const keys: string[] = []
     const policies = Buffer.alloc(LEASE_POLICY_BYTES * ops.length)
-    const amounts = Buffer.alloc(8 * ops.length)
+    const records = Buffer.alloc(8 * LEASE_OP_DOUBLES * ops.length)
+    const charges: number[] = ops.map(() => 0)
     for (const [i, op] of ops.entries()) {
-      const policy = op.lease.set.policies[op.index]
+      const { lease, index } = op
+      const policy = lease.set.policies[index]
       if (policy === undefined) continue
-      keys.push(op.lease.keys[op.index] as string)
+      keys.push(lease.keys[index] as string)
       writePolicy(policies, LEASE_POLICY_BYTES * i, policy, LEASE_FIELDS)
-      amounts.writeDoubleLE(op.amount, 8 * i)
+      const charge = lease.charge[index] as number
+      lease.charge[index] = 0
+      lease.charging[index] = (lease.charging[index] as number) + charge
+      charges[i] = charge
+      const view = lease.view[index]
+      const at = 8 * LEASE_OP_DOUBLES * i
+      records.writeDoubleLE(op.amount, at)
+      records.writeDoubleLE(charge, at + 8)
+      records.writeDoubleLE(op.mode ?? LEASE_MODE.upTo, at + 16)
+      records.writeDoubleLE(view === undefined ? 0 : 1, at + 24)
+      records.writeDoubleLE(view?.[0] ?? 0, at + 32)
+      records.writeDoubleLE(view?.[1] ?? 0, at + 40)
     }
-    const args: (Buffer | string)[] = [policies, amounts]
+    const args: (Buffer | string)[] = [policies, records]
     if (this.#o.now !== undefined) args.push(String(this.#o.now()))
-    const reply = (await run(this.#o.client, LEASE, keys, args, true)) as Buffer
+    let reply: Buffer
+    try {
+      reply = (await run(this.#o.client, LEASE, keys, args, true)) as Buffer
+    } catch (error) {
+      for (const [i, { lease, index }] of ops.entries()) {
+        const charge = charges[i] as number
+        lease.charging[index] = (lease.charging[index] as number) - charge
+        lease.charge[index] = (lease.charge[index] as number) + charge
+      }
+      throw error
+    }
     // Redis's clock to this node's: the states' times are read against the local clock.
     const shift = this.#local() - reply.readDoubleLE(0)
     const short = new Map<Lease, boolean>()
@@ -373,12 +516,19 @@ export class Leases {
       const lease = op.lease
       const policy = lease.set.policies[op.index]
       lease.held[op.index] = (lease.held[op.index] as number) + granted
+      lease.charging[op.index] = (lease.charging[op.index] as number) - (charges[i] as number)
       const first = reply.readDoubleLE(at + 8)
+      const second = reply.readDoubleLE(at + 16)
+      lease.view[op.index] = [first, second]
       lease.seen[op.index] =
         policy?.algorithm === 'token-bucket'
-          ? { tokensOrTat: first, updated: reply.readDoubleLE(at + 16) + shift }
+          ? { tokensOrTat: first, updated: second + shift }
           : { tokensOrTat: first + shift, updated: 0 }
-      if (op.amount > 0) short.set(lease, (short.get(lease) ?? false) || granted < op.amount)
+      // Redis answers: the next outage cuts this node's share from this reply.
+      lease.alone = undefined
+      // Only a grant of up to what was asked tells how much is left; a whole take's does not.
+      if (op.amount > 0 && op.mode !== LEASE_MODE.whole)
+        short.set(lease, (short.get(lease) ?? false) || granted < op.amount)
     }
     for (const [lease, wasShort] of short) lease.exact = wasShort
   }

@@ -35,4 +35,9 @@ export interface BucketLua extends AlgorithmLua {
    * sets `granted` and the state after it (`a`, `b`; see lease.ts).
    */
   readonly lease: string
+  /**
+   * A reset on the lease script: `state` becomes a full bucket, written to last until every view
+   * a node took before it reads full (a missing state would be rebuilt from those views).
+   */
+  readonly reset: string
 }

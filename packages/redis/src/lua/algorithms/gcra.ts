@@ -68,9 +68,25 @@ local function backlogNow(state, limit, window, burst)
   return math.max(0, backlog)
 end
 `,
-  // A give-back moves the TAT back at the limit it was written at, never before now.
+  // A give-back moves the TAT back at the limit it was written at, never before now. A state
+  // Redis forgot is first rebuilt from the node's view (see lease.ts), and what the node admitted
+  // alone is charged whatever is left (up to a window beyond tolerance, the furthest read as one).
+  // A view's TAT lies at most a window beyond tolerance (charges stop there).
+  reset: `
+      state = struct.pack('<dd', now, limit)
+      redis.call('PSETEX', key, string.format('%d', ceilMs((window / limit) * burst + window) + ${EXPIRY_SLACK_MS}), state)
+`,
   lease: `
     local interval = window / limit
+    if not state and hasView == 1 and viewA > now then
+      state = struct.pack('<dd', viewA, limit)
+      redis.call('PSETEX', key, string.format('%d', ceilMs(viewA - now) + ${EXPIRY_SLACK_MS}), state)
+    end
+    if charge > 0 then
+      local backlog = math.min(backlogNow(state, limit, window, burst) + interval * charge, interval * burst + window)
+      state = struct.pack('<dd', now + backlog, limit)
+      redis.call('PSETEX', key, string.format('%d', ceilMs(backlog) + ${EXPIRY_SLACK_MS}), state)
+    end
     if amount < 0 then
       if state then
         local tat = struct.unpack('<d', state)
@@ -86,7 +102,7 @@ end
       local backlog = backlogNow(state, limit, window, burst)
       -- The units the decision would admit: backlog + interval * c <= tolerance + EPSILON.
       local available = math.max(0, math.floor((interval * burst + ${EPSILON_LUA} - backlog) / interval))
-      granted = grantOf(available, burst, amount)
+      granted = grantOf(available, burst, amount, whole)
       if granted > 0 then
         backlog = backlog + interval * granted
         redis.call('PSETEX', key, string.format('%d', ceilMs(backlog) + ${EXPIRY_SLACK_MS}), struct.pack('<dd', now + backlog, limit))

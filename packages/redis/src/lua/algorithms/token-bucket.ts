@@ -72,8 +72,28 @@ end
 `,
   // A give-back goes back in the state's own terms (its burst and rate, no refill, `updated`
   // kept): refilling to now at an old plan's rate would credit the time since the last write at
-  // the wrong rate. A grant is units taken as if admitted, written as the decision does.
+  // the wrong rate. A grant is units taken as if admitted, written as the decision does. A state
+  // Redis forgot is first rebuilt from the node's view (see lease.ts), and what the node admitted
+  // alone is charged whatever is left (the bucket may go below empty, down to a
+  // burst below: it refills later).
+  // A view is read no lower than a burst below empty (charges stop there), so a view refills within two bursts' time.
+  reset: `
+      state = struct.pack('<dddd', burst * window, now, burst, limit)
+      redis.call('PSETEX', key, string.format('%d', ceilMs(2 * burst * window / limit) + ${EXPIRY_SLACK_MS}), state)
+`,
   lease: `
+    if not state and hasView == 1 then
+      local refilled = math.min(burst * window, viewA + math.max(0, now - viewB) * limit)
+      if refilled < burst * window then
+        state = struct.pack('<dddd', refilled, now, burst, limit)
+        redis.call('PSETEX', key, string.format('%d', ceilMs((burst * window - refilled) / limit) + ${EXPIRY_SLACK_MS}), state)
+      end
+    end
+    if charge > 0 then
+      local tokens = math.max(-burst * window, tokensNow(state, limit, window, burst) - charge * window)
+      state = struct.pack('<dddd', tokens, now, burst, limit)
+      redis.call('PSETEX', key, string.format('%d', ceilMs((burst * window - tokens) / limit) + ${EXPIRY_SLACK_MS}), state)
+    end
     if amount < 0 then
       if state then
         local t, u = struct.unpack('<dd', state)
@@ -89,7 +109,7 @@ end
       a = tokensNow(state, limit, window, burst)
     else
       local tokens = tokensNow(state, limit, window, burst)
-      granted = grantOf(math.floor(tokens / window), burst, amount)
+      granted = grantOf(math.floor(tokens / window), burst, amount, whole)
       if granted > 0 then
         tokens = tokens - granted * window
         local full = ceilMs((burst * window - tokens) / limit)
