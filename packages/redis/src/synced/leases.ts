@@ -160,8 +160,9 @@ export class Leases {
         const held = lease.held[index] as number
         if (held >= cost) continue
         const most = maxHeld(policy, this.#o.sizing, part)
-        // This node's part of the cap cannot hold the cost: nothing is taken, the key goes per request.
-        if (most < cost) return Promise.resolve(this.#o.exactly(key, lease.set, cost))
+        // This node's part of the cap cannot hold the cost: nothing is taken, the key goes per
+        // request, after the give-backs queued in this turn (a plan change's, see #giveBackShared).
+        if (most < cost) return this.#afterQueued().then(() => this.#o.exactly(key, lease.set, cost))
         // A key's first take asks its allocation or FIRST_TAKE, each next one TAKE_GROWTH × the
         // last (at most `most`): a key that starts busy reaches its size in a few takes, before
         // the syncs have measured its rate (bench:distributed's "buckets" from cold, 2 processes:
@@ -327,6 +328,11 @@ export class Leases {
       setImmediate(this.#flush)
     }
     return sent
+  }
+
+  /** Resolves once the ops queued so far are sent (or failed: what follows answers for itself). */
+  #afterQueued(): Promise<void> {
+    return this.#queued.length === 0 ? Promise.resolve() : this.#enqueue([]).catch(() => undefined)
   }
 
   readonly #flush = (): void => {
