@@ -66,7 +66,12 @@ describe.skipIf(!redis)('SyncedStore lease sizing: allocation and the fleet cap'
   }
 
   it('the allocation by weight: a node of weight 0.9 takes 9 times what one of 0.1 takes', async () => {
-    const { nodes, exact } = fleet({ name: 'alloc-w', count: 2, weights: [0.9, 0.1], lease: { allocation: 0.5, cap: 0.5 } })
+    const { nodes, exact } = fleet({
+      name: 'alloc-w',
+      count: 2,
+      weights: [0.9, 0.1],
+      lease: { allocation: 0.5, cap: 0.5 },
+    })
     const [big, small] = nodes as [SyncedStore, SyncedStore]
     const set = slowSet('token-bucket')
     await discover(nodes)

@@ -140,7 +140,11 @@ function resolveLease(lease: SyncedStoreOptions['lease'] = true): LeaseSizing | 
   if (lease === true) return DEFAULT_LEASE_SIZING
   if (lease === false) return undefined
   if (lease === null || typeof lease !== 'object') {
-    throw new ConfigError('lease', lease, 'must be true, false or { allocation, cap } such as { allocation: 0.5, cap: 0.5 }')
+    throw new ConfigError(
+      'lease',
+      lease,
+      'must be true, false or { allocation, cap } such as { allocation: 0.5, cap: 0.5 }',
+    )
   }
   assertKnownOptions(lease as Record<string, unknown>, ['allocation', 'cap'], 'SyncedStore lease')
   const { allocation = DEFAULT_LEASE_SIZING.allocation, cap = DEFAULT_LEASE_SIZING.cap } = lease
