@@ -22,9 +22,15 @@
  * strands and for how long. Takes are answered at once here (no round trip), so a real fleet's
  * figures differ by what arrives while a take is in flight.
  *
- *   pnpm bench:leasing [--seconds 10]
+ * With `--real`, the call costs again on real processes (test/synced/worker.ts, one SyncedStore
+ * each, the real clock) on a private redis-server this script starts and stops by PID: script
+ * calls per decision (INFO commandstats) and admitted ÷ offered, for the fixed window (counted and
+ * synced) and the leased token bucket, 3 s per row.
+ *
+ *   pnpm bench:leasing [--seconds 10] [--real]
  */
 import { type Policy, parsePolicy } from '@sluice/core'
+import { Redis } from 'ioredis'
 import {
   allocationOf,
   DEFAULT_LEASE_SIZING,
@@ -34,6 +40,8 @@ import {
   type LeaseSizing,
   maxHeld,
 } from '../packages/redis/src/synced/lease.js'
+import { commandsBetween, parseCommandStats, startRedisServer, uniquePrefix } from '../test/support/redis.js'
+import { startWorker } from '../test/synced/fleet.js'
 
 const LIMIT = 1000
 const WINDOW = 1000
@@ -540,3 +548,56 @@ for (const scheme of SCHEMES) {
     print(`| ${scheme.name} | ${nodes} | ${cells.join(' | ')} | ${most} |`)
   }
 }
+
+/** The same traffic on real processes: script calls per decision and admitted ÷ offered. */
+async function realRows(): Promise<void> {
+  const server = await startRedisServer()
+  const admin = new Redis(server.url)
+  admin.on('error', () => {})
+  try {
+    print('')
+    print('Real processes (one SyncedStore each, real clock, private redis-server), 3 s a row:')
+    print('')
+    print('| algorithm | nodes | traffic | offered × limit | script calls / decision | admitted ÷ offered |')
+    print('| --- | --- | --- | --- | --- | --- |')
+    for (const algorithm of ['fixed-window', 'token-bucket'] as const) {
+      for (const nodes of [2, 4, 8]) {
+        for (const traffic of ['90/10', 'Zipf'] as Traffic[]) {
+          for (const load of [1, 2]) {
+            const prefix = uniquePrefix('leasing-bench')
+            const plans = partsOf(traffic, nodes).map((part, i) => ({
+              url: server.url,
+              prefix,
+              nodeId: `p${i}`,
+              interval: INTERVAL,
+              algorithm,
+              limit: LIMIT,
+              window: WINDOW,
+              rates: { hot: part * load * LIMIT },
+              duration: 3000,
+              seed: 1 + i,
+            }))
+            const before = parseCommandStats(await admin.info('commandstats'))
+            const workers = await Promise.all(plans.map((plan) => startWorker(plan)))
+            for (const { child } of workers) child.stdin?.write('go\n')
+            const results = await Promise.all(workers.map((w) => w.done))
+            // A worker waits on its stdin after its result: each is ended here, by its handle.
+            for (const { child } of workers) child.kill()
+            const ran = commandsBetween(before, parseCommandStats(await admin.info('commandstats')))
+            const offered = sum(results.map((r) => r.offered.hot ?? 0))
+            const admitted = sum(results.map((r) => r.admitted.hot ?? 0))
+            const calls = (ran.evalsha ?? 0) + (ran.eval ?? 0)
+            print(
+              `| ${algorithm} | ${nodes} | ${traffic} | ${load} | ${(calls / offered).toFixed(4)} | ${(admitted / offered).toFixed(3)} |`,
+            )
+          }
+        }
+      }
+    }
+  } finally {
+    admin.disconnect()
+    await server.stop()
+  }
+}
+
+if (args.includes('--real')) await realRows()
