@@ -50,11 +50,11 @@ export interface LeasesOptions {
  * A key's first take asks for this node's part of the allocation (`sizing`). Each sync (one
  * LEASE_LUA call per `interval` for every key that needs one, per slot on a Cluster) tops each
  * grant up to what the node asks for in two intervals, at most its part of the fleet's cap, and
- * gives back what is beyond twice that or beyond its part (which shrinks as nodes join).
- * A node whose part of the cap is under the cost decides the key per request. A request that finds too little held waits for a take (one
- * call shared by the requests of that event-loop turn). When Redis gives less than asked, the
- * quota is low: the node spends what it holds, then decides the key per request (`exactly`) until
- * a sync's grant comes back whole. Leases are per (set, key): two sets on one state (a named
+ * gives back what is beyond twice that or beyond its part (which shrinks as nodes join). A node
+ * whose part of the cap is under the cost decides the key per request. A request that finds too
+ * little held waits for a take (one call shared by the requests of that event-loop turn). When
+ * Redis gives less than asked, the quota is low: the node spends what it holds, then decides the
+ * key per request (`exactly`) until a sync's grant comes back whole. Leases are per (set, key): two sets on one state (a named
  * policy's plans, or one policy in two sets) each hold their own grant, taken from the state, so
  * nothing is counted twice; a key's new lease gives the others' grants on its state back first.
  */
