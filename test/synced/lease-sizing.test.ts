@@ -133,7 +133,7 @@ describe.skipIf(!redis)('SyncedStore lease sizing: allocation and the fleet cap'
       [{ allocation: -0.1, cap: 0.5 }, 'lease.allocation', '-0.1'],
       [{ cap: '10%' }, 'lease.cap', '"10%"'],
       [{ alocation: 0.1 }, 'alocation', 'did you mean allocation?'],
-      ['yes', 'lease', '"yes"'],
+      [null, 'lease', 'null'],
     ]
     for (const [lease, field, shown] of cases) {
       let error: unknown
