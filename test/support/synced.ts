@@ -1,6 +1,6 @@
 import type { PolicySet } from '@sluice/core'
 import type { Outcome } from '@sluice/core/store'
-import { type RedisClient, RedisStore, SyncedStore } from '@sluice/redis'
+import { type RedisClient, RedisStore, SyncedStore, type SyncedStoreOptions } from '@sluice/redis'
 import { uniquePrefix } from './redis.js'
 
 /** Whether every policy of a decision admitted. */
@@ -13,13 +13,34 @@ export const allowed = (outcomes: readonly Outcome[]): boolean => outcomes.every
  */
 export function syncedFleet(
   client: RedisClient,
-  { name, count = 1, now, lease = true }: { name: string; count?: number; now: () => number; lease?: boolean },
+  {
+    name,
+    count = 1,
+    now,
+    lease = true,
+    weights,
+  }: {
+    name: string
+    count?: number
+    now: () => number
+    lease?: SyncedStoreOptions['lease']
+    /** Each node's `weight`, in order. */
+    weights?: readonly number[]
+  },
 ): { nodes: SyncedStore[]; exact: RedisStore } {
   const prefix = uniquePrefix(name)
-  const nodes = Array.from(
-    { length: count },
-    (_, i) => new SyncedStore({ client, prefix, nodeId: `n${i}`, interval: '1m', now, lease }),
-  )
+  const nodes = Array.from({ length: count }, (_, i) => {
+    const weight = weights?.[i]
+    return new SyncedStore({
+      client,
+      prefix,
+      nodeId: `n${i}`,
+      interval: '1m',
+      now,
+      lease,
+      ...(weight === undefined ? {} : { weight }),
+    })
+  })
   return { nodes, exact: new RedisStore({ client, prefix, now, deniedCache: false }) }
 }
 

@@ -68,7 +68,7 @@ const bucketTraces = ({ maxCost, extras, still }: { maxCost: number; extras: boo
       })
     })
 
-/** Units a node holds of a policy at most: a tenth of its burst, at least 1 (lease.ts, MAX_GRANT_SHARE). */
+/** Units a lone node holds of a policy at most: the default cap, a tenth of its burst (lease.ts, maxHeld); 1 bounds the rest. */
 const maxGrant = (set: PolicySet) => Math.max(1, Math.floor((set.policies[0]?.burst ?? 0) * 0.1))
 
 describe.skipIf(!redis)('SyncedStore on named token bucket and GCRA across plan changes, against RedisStore', () => {

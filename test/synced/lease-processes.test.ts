@@ -18,7 +18,7 @@ import type { WorkerPlan } from './plan.js'
  * bucket and GCRA: leasing").
  */
 const available = await privateRedisAvailable()
-/** A tenth of the burst: the most a node holds of a policy (MAX_GRANT_SHARE). */
+/** The default cap, a tenth of the burst: the most the fleet's grants hold of a policy (lease.ts, maxHeld). */
 const MAX_GRANT_SHARE = 0.1
 
 describe.skipIf(!available)('SyncedStore leasing: several processes', () => {

@@ -3,6 +3,7 @@ import type { Outcome } from '@sluice/core/store'
 import type { ScriptClient } from '../client.js'
 import type { RedisStore } from '../redis-store.js'
 import { EXACT_TIMEOUT_MS } from './exact.js'
+import type { LeaseSizing } from './lease.js'
 import { Leases } from './leases.js'
 import { withTimeout } from './timeout.js'
 
@@ -15,6 +16,9 @@ export interface LeaseConfig {
   readonly interval: number
   readonly maxKeys: number
   readonly now: (() => number) | undefined
+  readonly sizing: LeaseSizing
+  /** This node's part of the fleet (`weight`, else 1 ÷ live nodes). */
+  readonly part: () => number
 }
 
 /**

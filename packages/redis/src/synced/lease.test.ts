@@ -1,20 +1,43 @@
 import { parsePolicies, parsePolicy } from '@sluice/core'
 import { describe, expect, it } from 'vitest'
-import { Demand, grantTarget, IDLE_SYNCS, Lease, leasable, maxGrant } from './lease.js'
+import {
+  allocationOf,
+  DEFAULT_LEASE_SIZING,
+  Demand,
+  grantTarget,
+  IDLE_SYNCS,
+  Lease,
+  leasable,
+  maxHeld,
+} from './lease.js'
 
 const T = 1_700_000_000_000
 const bucket = parsePolicy({ limit: 1000, window: 1000, algorithm: 'token-bucket' })
 
 describe('grant sizing', () => {
-  it('follows the node’s rate over two intervals, at most a tenth of the burst, none at rate 0', () => {
+  it('follows the node’s rate over two intervals, at most the bound, none at rate 0', () => {
     // 0.05 units per ms over 2 × 100 ms.
-    expect(grantTarget(0.05, 100, bucket)).toBe(10)
-    expect(grantTarget(0.0001, 100, bucket)).toBe(1)
-    expect(grantTarget(0, 100, bucket)).toBe(0)
-    expect(grantTarget(5, 100, bucket)).toBe(100)
-    expect(maxGrant(bucket)).toBe(100)
-    // A small burst still grants whole units.
-    expect(maxGrant(parsePolicy({ limit: 5, window: 1000, algorithm: 'gcra' }))).toBe(1)
+    expect(grantTarget(0.05, 100, 100)).toBe(10)
+    expect(grantTarget(0.0001, 100, 100)).toBe(1)
+    expect(grantTarget(0, 100, 100)).toBe(0)
+    expect(grantTarget(5, 100, 100)).toBe(100)
+  })
+
+  it('a node holds at most its part of the fleet’s cap: N nodes together never more than the cap', () => {
+    const sizing = { allocation: 0, cap: 0.2 }
+    expect(maxHeld(bucket, sizing, 1)).toBe(200)
+    for (const nodes of [2, 4, 8]) expect(nodes * maxHeld(bucket, sizing, 1 / nodes)).toBeLessThanOrEqual(200)
+    expect(maxHeld(bucket, sizing, 0.9)).toBe(180) // by weight
+    expect(maxHeld(bucket, DEFAULT_LEASE_SIZING, 1 / 8)).toBe(12)
+    // Under one unit: nothing held, the key goes per request (no rounding up past the cap).
+    expect(maxHeld(parsePolicy({ limit: 5, window: 1000, algorithm: 'gcra' }), DEFAULT_LEASE_SIZING, 1)).toBe(0)
+  })
+
+  it('the allocation: a node’s part of a share of the burst, evenly or by weight, never beyond its part of the cap', () => {
+    expect(allocationOf(bucket, { allocation: 0.5, cap: 0.5 }, 1 / 4)).toBe(125)
+    expect(allocationOf(bucket, { allocation: 0.5, cap: 0.5 }, 0.9)).toBe(450)
+    expect(allocationOf(bucket, { allocation: 0.5, cap: 0.5 }, 0.1)).toBe(50)
+    expect(allocationOf(bucket, DEFAULT_LEASE_SIZING, 1)).toBe(0)
   })
 
   it('Demand: the rate of the last interval, then averaged with each next one; idle syncs counted', () => {
@@ -53,7 +76,7 @@ describe('grant sizing', () => {
     lease.demand.clear()
     now += 100
     lease.demand.rollover(now)
-    expect(lease.adjustments(100)).toEqual([-20])
+    expect(lease.adjustments(100, [100])).toEqual([-20])
   })
 
   it('a lease tops up to its target, gives back what is beyond twice the target', () => {
@@ -63,13 +86,25 @@ describe('grant sizing', () => {
     lease.demand.asked = 10
     now += 100
     lease.demand.rollover(now)
-    expect(lease.adjustments(100)).toEqual([20]) // 0.1 per ms over 200 ms
+    expect(lease.adjustments(100, [100])).toEqual([20]) // 0.1 per ms over 200 ms
     lease.held[0] = 20
-    expect(lease.adjustments(100)).toEqual([0])
+    expect(lease.adjustments(100, [100])).toEqual([0])
     lease.held[0] = 45
-    expect(lease.adjustments(100)).toEqual([-25])
+    expect(lease.adjustments(100, [100])).toEqual([-25])
     lease.demand.rate = 0
-    expect(lease.adjustments(100)).toEqual([-45])
+    expect(lease.adjustments(100, [100])).toEqual([-45])
+  })
+
+  it('a lease above its bound (more live nodes, a smaller part of the cap) gives the excess back at once', () => {
+    const set = parsePolicies({ limit: 1000, window: 1000, algorithm: 'token-bucket' })
+    let now = T
+    const lease = new Lease(['k'], 0, set, now)
+    lease.demand.asked = 100
+    now += 100
+    lease.demand.rollover(now)
+    lease.held[0] = 100
+    expect(lease.adjustments(100, [100])).toEqual([0])
+    expect(lease.adjustments(100, [50])).toEqual([-50])
   })
 
   it('spends only when every policy holds the cost; outcomes read Redis’s state with the grant put back', () => {

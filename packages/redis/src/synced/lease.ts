@@ -3,26 +3,47 @@ import { type AlgorithmState, evaluate, type Outcome } from '@sluice/core/store'
 
 /** A grant covers this node's consumption until the sync after next, so a steady key never runs dry between syncs. */
 export const HORIZON_INTERVALS = 2
-/**
- * The most a node holds of one policy: this share of its burst (at least 1 unit). It bounds the
- * quota stranded in a node's grant (under-admission) and the unit a killed node can lose.
- */
-export const MAX_GRANT_SHARE = 0.1
 /** Syncs without a request after which a lease gives back what it holds and is forgotten. */
 export const IDLE_SYNCS = 10
 
-/** The most a node holds of a policy at once (see MAX_GRANT_SHARE). */
-export function maxGrant(policy: Policy): number {
-  return Math.max(1, Math.floor(policy.burst * MAX_GRANT_SHARE))
+/**
+ * How grants are sized (the `lease` option), as shares of each key's burst that the fleet splits
+ * by node part (`weight`, else ÷ live nodes): seed 001 §4.4 (5)'s pre-allocation and a bound on
+ * what grants hold in total, which is both the quota a fleet can strand (under-admission) and
+ * what its nodes can lose when killed.
+ */
+export interface LeaseSizing {
+  /** Share of the burst handed out up front: a node's first take of a key asks for its part of it. */
+  readonly allocation: number
+  /** Share of the burst the fleet's grants may hold at once: a node holds at most its part of it. */
+  readonly cap: number
+}
+
+export const DEFAULT_LEASE_SIZING: LeaseSizing = Object.freeze({ allocation: 0, cap: 0.1 })
+
+/** A share of the burst in whole units; the epsilon keeps 0.1 × 0.5 × 1000 at 50, not 49. */
+const unitsOf = (policy: Policy, share: number): number => Math.floor(policy.burst * share + 1e-9)
+
+/**
+ * The most this node holds of `policy`: its `part` of the fleet's cap, in whole units. 0 when that
+ * is under one unit: the key is then decided per request, so the cap holds for small bursts too.
+ */
+export function maxHeld(policy: Policy, sizing: LeaseSizing, part: number): number {
+  return unitsOf(policy, sizing.cap * part)
+}
+
+/** Units this node's first take of a key asks for: its `part` of the allocation (never beyond `maxHeld`). */
+export function allocationOf(policy: Policy, sizing: LeaseSizing, part: number): number {
+  return Math.min(maxHeld(policy, sizing, part), unitsOf(policy, sizing.allocation * part))
 }
 
 /**
- * Units this node wants to hold of `policy`: what it asks for in HORIZON_INTERVALS at `rate`
- * (units per ms), at most `maxGrant`; 0 at rate 0.
+ * Units this node wants to hold of a policy: what it asks for in HORIZON_INTERVALS at `rate`
+ * (units per ms), at most `most` (see maxHeld); 0 at rate 0.
  */
-export function grantTarget(rate: number, interval: number, policy: Policy): number {
+export function grantTarget(rate: number, interval: number, most: number): number {
   if (rate <= 0) return 0
-  return Math.min(maxGrant(policy), Math.ceil(rate * interval * HORIZON_INTERVALS))
+  return Math.min(most, Math.ceil(rate * interval * HORIZON_INTERVALS))
 }
 
 /**
@@ -194,14 +215,19 @@ export class Lease {
     return allowed ? outcomes : outcomes.map((o) => ({ ...o, allowed: true, retryAfter: 0 }))
   }
 
-  /** Units to ask for (> 0) or give back (< 0) per policy for the next interval at the current rate. */
-  adjustments(interval: number): number[] {
-    return this.set.policies.map((policy, i) => {
+  /**
+   * Units to ask for (> 0) or give back (< 0) per policy for the next interval at the current rate,
+   * `most[i]` the most this node may hold of policy i (see maxHeld).
+   */
+  adjustments(interval: number, most: readonly number[]): number[] {
+    return this.set.policies.map((_, i) => {
       const held = this.held[i] as number
-      const target = grantTarget(this.demand.rate, interval, policy)
+      const bound = most[i] as number
+      const target = grantTarget(this.demand.rate, interval, bound)
       if (held < target) return target - held
-      // Demand fell: what is beyond twice the target goes back, so idle grants do not strand quota.
-      if (held > 2 * target) return target - held
+      // Demand fell: what is beyond twice the target goes back, so idle grants do not strand quota;
+      // the bound fell (more live nodes): what is beyond it goes back, so the fleet stays under its cap.
+      if (held > 2 * target || held > bound) return target - held
       return 0
     })
   }

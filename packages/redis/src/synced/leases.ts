@@ -5,14 +5,23 @@ import { hashTag } from '../keys.js'
 import { LEASE_LUA, LEASE_MODE, LEASE_OP_DOUBLES } from '../lua/lease.js'
 import { LEASE_FIELDS, LEASE_POLICY_BYTES, writePolicy } from '../lua/protocol.js'
 import type { RedisStore } from '../redis-store.js'
-import { grantTarget, IDLE_SYNCS, Lease, leasable, maxGrant, type SeenState } from './lease.js'
+import {
+  allocationOf,
+  grantTarget,
+  IDLE_SYNCS,
+  Lease,
+  type LeaseSizing,
+  leasable,
+  maxHeld,
+  type SeenState,
+} from './lease.js'
 import { slotOf } from './slot.js'
 
 const LEASE = script(LEASE_LUA)
 /** A script call blocks Redis while it runs: big syncs go in parts. */
 const MAX_OPS_PER_CALL = 1000
 const MAX_BACKOFF_MS = 5000
-/** Units a key's first take asks for (at most maxGrant: a small burst's keys take 1). */
+/** Units a key's first take asks for at least, without an allocation (at most maxHeld). */
 const FIRST_TAKE = 4
 /** How much each take grows over the last. */
 const TAKE_GROWTH = 4
@@ -36,6 +45,10 @@ export interface LeasesOptions {
   redis: RedisStore
   interval: number
   maxKeys: number
+  /** The allocation and the fleet's cap, as shares of each burst. */
+  sizing: LeaseSizing
+  /** This node's part of the fleet (`weight`, else 1 ÷ live nodes): of the allocation and of the cap. */
+  part: () => number
   /** Tests: the clock in epoch ms, sent to the script instead of Redis `TIME`. */
   now: (() => number) | undefined
   /** How long a request may wait for a grant before it is decided `alone`. */
@@ -49,16 +62,17 @@ export interface LeasesOptions {
 /**
  * Token bucket and GCRA by leasing (seed 001 §4.4 (5)): a node takes a grant of units out of the
  * key's state in Redis, spends it locally in the same tick, and gives back what it did not use.
- * Each sync (one LEASE_LUA call per `interval` for every key that needs one, per slot on a Cluster)
- * tops each grant up to what the node asks for in two intervals (at most a tenth of the burst) and
- * gives back what is beyond twice that. A request that finds too little held waits for a take (one
- * call shared by the requests of that event-loop turn). When Redis gives less than asked, the
- * quota is low: the node spends what it holds, then decides the key per request until a sync's
- * grant comes back whole: each such request takes its cost whole or is denied (one call per
- * event-loop turn), and a denial is remembered until its retryAfter. Leases are per (set, key):
- * two sets on one state (a named policy's plans, or one policy in two sets) each hold their own
- * grant, taken from the state, so nothing is counted twice; a key's new lease gives the others'
- * grants on its state back first. Through Redis faults, see `Lease.spendAlone` and LEASE_LUA.
+ * A key's first take asks for this node's part of the allocation (`sizing`). Each sync (one
+ * LEASE_LUA call per `interval` for every key that needs one, per slot on a Cluster) tops each
+ * grant up to what the node asks for in two intervals, at most its part of the fleet's cap, and
+ * gives back what is beyond twice that or beyond its part (which shrinks as nodes join). A node
+ * whose part of the cap is under the cost decides the key per request. A request that finds too
+ * little held waits for a take (one call shared by the requests of that event-loop turn). When
+ * Redis gives less than asked, the quota is low: the node spends what it holds, then decides the
+ * key per request (`exactly`) until a sync's grant comes back whole. Leases are per (set, key): two sets on one state (a named
+ * policy's plans, or one policy in two sets) each hold their own grant, taken from the state, so
+ * nothing is counted twice; a key's new lease gives the others' grants on its state back first.
+ * Through Redis faults, see `Lease.spendAlone` and LEASE_LUA.
  */
 export class Leases {
   readonly #o: LeasesOptions
@@ -191,15 +205,21 @@ export class Leases {
   #take(lease: Lease, key: string, cost: number): Promise<readonly Outcome[]> {
     if (lease.pending === undefined) {
       const ops: Op[] = []
+      const part = this.#o.part()
       for (const [index, policy] of lease.set.policies.entries()) {
         const held = lease.held[index] as number
         if (held >= cost) continue
-        // A key's first take asks FIRST_TAKE, each next one TAKE_GROWTH × the last (at most
-        // maxGrant): a key that starts busy reaches its size in a few takes, before the syncs
-        // have measured its rate (bench:distributed's "buckets" from cold, 2 processes: 21–47 k
-        // decisions/s per process starting at 1 and doubling, 184–281 k with this rule).
-        const grown = Math.min(maxGrant(policy), Math.max(FIRST_TAKE, TAKE_GROWTH * lease.lastTake))
-        const want = Math.max(cost, grantTarget(lease.demand.rate, this.#o.interval, policy), grown)
+        const most = maxHeld(policy, this.#o.sizing, part)
+        // This node's part of the cap cannot hold the cost: nothing is taken, the key goes per
+        // request, after the give-backs queued in this turn (a plan change's, see #giveBackShared).
+        if (most < cost) return this.#afterQueued().then(() => this.#o.exactly(key, lease.set, cost))
+        // A key's first take asks its allocation or FIRST_TAKE, each next one TAKE_GROWTH × the
+        // last (at most `most`): a key that starts busy reaches its size in a few takes, before
+        // the syncs have measured its rate (bench:distributed's "buckets" from cold, 2 processes:
+        // 21–47 k decisions/s per process starting at 1 and doubling, 184–281 k with this rule).
+        const first = lease.lastTake === 0 ? allocationOf(policy, this.#o.sizing, part) : 0
+        const grown = Math.min(most, Math.max(FIRST_TAKE, first, TAKE_GROWTH * lease.lastTake))
+        const want = Math.max(cost, grantTarget(lease.demand.rate, this.#o.interval, most), grown)
         lease.lastTake = want
         ops.push({ lease, index, amount: want - held })
       }
@@ -320,6 +340,7 @@ export class Leases {
     this.#forgetFull(local)
     if (this.#closed || this.#syncing !== undefined || local < this.#nextAttempt) return
     const ops: Op[] = []
+    const part = this.#o.part()
     for (const byKey of this.#leases.values()) {
       for (const [key, lease] of byKey) {
         lease.demand.rollover(local)
@@ -332,7 +353,8 @@ export class Leases {
           this.#size--
           continue
         }
-        for (const [index, amount] of lease.adjustments(this.#o.interval).entries()) {
+        const most = lease.set.policies.map((policy) => maxHeld(policy, this.#o.sizing, part))
+        for (const [index, amount] of lease.adjustments(this.#o.interval, most).entries()) {
           // What was admitted alone goes to be charged even with nothing to take or give back.
           if (amount !== 0 || (lease.charge[index] as number) > 0) this.#push(ops, lease, index, amount)
         }
@@ -429,6 +451,11 @@ export class Leases {
       setImmediate(this.#flush)
     }
     return sent
+  }
+
+  /** Resolves once the ops queued so far are sent (or failed: what follows answers for itself). */
+  #afterQueued(): Promise<void> {
+    return this.#queued.length === 0 ? Promise.resolve() : this.#enqueue([]).catch(() => undefined)
   }
 
   readonly #flush = (): void => {

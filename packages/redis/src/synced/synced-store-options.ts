@@ -3,6 +3,7 @@ import { ConfigError, type Observe } from '@sluice/core'
 import { assertKnownOptions, toMilliseconds } from '@sluice/core/internal'
 import type { RedisClient } from '../client.js'
 import { assertPrefix, CLIENT_OPTION_HINTS } from '../common-options.js'
+import { DEFAULT_LEASE_SIZING, type LeaseSizing } from './lease.js'
 
 /** Every option `SyncedStore` takes; any other name is a ConfigError with a hint. */
 export const SYNCED_STORE_OPTION_NAMES: readonly string[] = [
@@ -58,8 +59,19 @@ export interface SyncedStoreOptions {
   /**
    * Token bucket and GCRA by leasing (default `true`): each node takes grants of units out of the
    * key's state in Redis and spends them locally (see README). `false`: one script call per request.
+   * An object leases with these sizes (each a share of the burst, split by `weight`, else evenly
+   * over live nodes): `allocation` handed out at a key's first take (default 0), `cap` the most the
+   * fleet's grants hold at once (default 0.1).
    */
-  lease?: boolean
+  lease?: boolean | LeaseOptions
+}
+
+/** How leased grants are sized: see `SyncedStoreOptions.lease`. */
+export interface LeaseOptions {
+  /** Share of each burst handed out up front (0 ≤ allocation ≤ cap). Default 0. */
+  allocation?: number
+  /** Share of each burst the fleet's grants may hold at once (0 < cap ≤ 1). Default 0.1. */
+  cap?: number
 }
 
 /** The options checked, with their defaults filled in. */
@@ -73,7 +85,8 @@ export interface ResolvedOptions {
   readonly now: (() => number) | undefined
   readonly observe: Observe | undefined
   readonly weight: number | undefined
-  readonly lease: boolean
+  /** Undefined: not leased. */
+  readonly lease: LeaseSizing | undefined
 }
 
 /** Checks every option at construction: a ConfigError naming the field and the value. */
@@ -104,8 +117,7 @@ export function resolveOptions(options: SyncedStoreOptions): ResolvedOptions {
   if (weight !== undefined && (typeof weight !== 'number' || !(weight > 0 && weight <= 1))) {
     throw new ConfigError('weight', weight, 'must be a share of each limit above 0 and at most 1, such as 0.5')
   }
-  const { lease = true } = options
-  if (typeof lease !== 'boolean') throw new ConfigError('lease', lease, 'must be true or false')
+  const lease = resolveLease(options.lease)
   if (now !== undefined && typeof now !== 'function') {
     throw new ConfigError('now', now, 'must be a function returning epoch milliseconds')
   }
@@ -121,6 +133,28 @@ export function resolveOptions(options: SyncedStoreOptions): ResolvedOptions {
     weight,
     lease,
   }
+}
+
+/** The `lease` option checked: its sizes with defaults filled in, or undefined for `false`. */
+function resolveLease(lease: SyncedStoreOptions['lease'] = true): LeaseSizing | undefined {
+  if (lease === true) return DEFAULT_LEASE_SIZING
+  if (lease === false) return undefined
+  if (lease === null || typeof lease !== 'object') {
+    throw new ConfigError(
+      'lease',
+      lease,
+      'must be true, false or { allocation, cap } such as { allocation: 0.5, cap: 0.5 }',
+    )
+  }
+  assertKnownOptions(lease as Record<string, unknown>, ['allocation', 'cap'], 'SyncedStore lease')
+  const { allocation = DEFAULT_LEASE_SIZING.allocation, cap = DEFAULT_LEASE_SIZING.cap } = lease
+  if (typeof cap !== 'number' || !(cap > 0 && cap <= 1)) {
+    throw new ConfigError('lease.cap', cap, 'must be a share of each burst above 0 and at most 1, such as 0.1')
+  }
+  if (typeof allocation !== 'number' || !(allocation >= 0 && allocation <= cap)) {
+    throw new ConfigError('lease.allocation', allocation, `must be a share of each burst from 0 to lease.cap (${cap})`)
+  }
+  return { allocation, cap }
 }
 
 /**

@@ -17,7 +17,7 @@ import { SYNC_TIMEOUT_MS, SyncLoop, WATCH_FROM } from './sync-loop.js'
 import { resolveOptions, type SyncedStoreOptions } from './synced-store-options.js'
 import { withTimeout } from './timeout.js'
 
-export type { SyncedStoreOptions } from './synced-store-options.js'
+export type { LeaseOptions, SyncedStoreOptions } from './synced-store-options.js'
 
 /** Algorithms counted locally; token bucket and GCRA take the bucket path (see README). */
 const COUNTED: readonly AlgorithmName[] = ['fixed-window', 'sliding-window']
@@ -120,7 +120,16 @@ export class SyncedStore implements Store {
       new RedisStore({ client, prefix, ...clockOption }),
       new MemoryStore({ maxKeys, ...clockOption }),
       { degraded: () => this.degraded, shareOf: (set) => this.#shareOf(set, undefined) },
-      resolved.lease ? { client: this.#client, interval: this.interval, maxKeys, now } : undefined,
+      resolved.lease === undefined
+        ? undefined
+        : {
+            client: this.#client,
+            interval: this.interval,
+            maxKeys,
+            now,
+            sizing: resolved.lease,
+            part: () => this.#shares.fraction(this.#fleet.liveNodes, undefined),
+          },
     )
   }
 
