@@ -124,6 +124,7 @@ function unserved(store: Store, policies: readonly Policy[]): string | undefined
     if (policy.start === 'first-request' && store.firstRequestWindows !== true) {
       return "the store does not start fixed windows at a key's first request (firstRequestWindows)"
     }
+    if (policy.warmup > 0 && store.warmup !== true) return 'the store does not follow warm-up (warmup)'
   }
   return undefined
 }
