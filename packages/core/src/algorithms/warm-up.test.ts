@@ -4,7 +4,7 @@ import { ConfigError } from '../errors.js'
 import { createLimiter } from '../limiter.js'
 import { type AlgorithmName, type Policy, parsePolicies, parsePolicy } from '../policy.js'
 import { MemoryStore } from '../stores/memory-store.js'
-import { type AlgorithmState, maxAdmittedInWindow, penalize, refund, step } from './index.js'
+import { type AlgorithmState, maxAdmittedInWindow, type Outcome, penalize, refund, step } from './index.js'
 import { maxColdOf } from './warm-up.js'
 
 const T0 = 1_000_000
@@ -102,7 +102,7 @@ describe.each(BUCKETS)('%s with warmup', (algorithm) => {
     const set = parsePolicies([warmOptions(algorithm)])
     const admitted: number[] = []
     for (let t = 0; t < 5000; t++, now++) {
-      if ((store.consume('k', set, 1) as { allowed: boolean }[])[0]?.allowed) admitted.push(t)
+      if ((store.consume('k', set, 1) as readonly Outcome[])[0]?.allowed) admitted.push(t)
     }
     expect(admitted).toEqual(saturate(guava(algorithm), 0, 5000).admitted)
   })
