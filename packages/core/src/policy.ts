@@ -21,7 +21,7 @@ const BURST_ALGORITHMS = SHAPING_ALGORITHMS
 /** Warm-up is a rate that rises: the algorithms that meter a rate. */
 const WARMUP_ALGORITHMS = SHAPING_ALGORITHMS
 /** Guava's and Sentinel's cold factor: a cold key admits a third of the rate. */
-export const DEFAULT_COLD_FACTOR = 3
+const DEFAULT_COLD_FACTOR = 3
 
 /** A sliding log keeps one entry per admitted request; beyond this, use `sliding-window`. */
 export const MAX_SLIDING_LOG_LIMIT = 10_000
