@@ -49,6 +49,8 @@ const SETS: Record<string, PolicyInput[]> = {
   '1 limit (sliding-window)': ['1000000/min'],
   '1 limit (fixed-window)': [{ limit: 1e6, window: 60_000, algorithm: 'fixed-window' }],
   '2 limits (sliding-window)': ['1000000/min', '100000/s'],
+  '1 limit (token-bucket)': [{ limit: 1e6, window: 60_000, algorithm: 'token-bucket' }],
+  '1 limit (gcra)': [{ limit: 1e6, window: 60_000, algorithm: 'gcra' }],
 }
 
 /**
@@ -79,14 +81,36 @@ function policyArgument(limits: PolicyInput[], doubles: number): { blob: Buffer;
   const blob = Buffer.alloc(8 * doubles * policies.length)
   let at = 0
   for (const p of policies) {
-    const values = [CODES[p.algorithm], p.limit, p.window, p.burst, p.precision, p.maxDelay, p.blockFor, p.offset]
+    // firstRequest 0, warmup 0, coldFactor 3: a plain policy's last three.
+    const values = [
+      CODES[p.algorithm],
+      p.limit,
+      p.window,
+      p.burst,
+      p.precision,
+      p.maxDelay,
+      p.blockFor,
+      p.offset,
+      0,
+      0,
+      3,
+    ]
     for (const value of values.slice(0, doubles)) at = blob.writeDoubleLE(value, at)
   }
   return { blob, ids: policies.map((p) => p.id) }
 }
 
-/** How many doubles per policy a script reads: 8 since calendar offsets, 7 since blockFor, else 6. */
-const doublesOf = (source: string) => (source.includes('64 * i - 63') ? 8 : source.includes('56 * i - 55') ? 7 : 6)
+/**
+ * How many doubles per policy a script reads: 11 since warm-up, 9 since first-request windows, 8
+ * since calendar offsets, 7 since blockFor, else 6.
+ */
+const doublesOf = (source: string) =>
+  ([
+    ['88 * i - 87', 11],
+    ['72 * i - 71', 9],
+    ['64 * i - 63', 8],
+    ['56 * i - 55', 7],
+  ].find(([offset]) => source.includes(offset as string))?.[1] as number | undefined) ?? 6
 
 interface EvalshaBuffer {
   evalshaBuffer(sha: string, numkeys: number, ...args: (string | Buffer)[]): Promise<Buffer>

@@ -25,6 +25,11 @@ const policyArbitrary = (algorithms: readonly AlgorithmName[]): fc.Arbitrary<Tra
       precision: fc.constantFrom(1, 2, 3, 4, 5),
       delayFactor: fc.option(fc.double({ min: 0, max: 2, noNaN: true }), { nil: undefined }),
       blockFor: fc.option(fc.constantFrom(1, 50, 999, 5000), { nil: undefined, freq: 3 }),
+      // gcra and token-bucket: half the time a warm-up of 0.1 to 5 windows.
+      warm: fc.option(
+        fc.record({ windows: fc.double({ min: 0.1, max: 5, noNaN: true }), coldFactor: fc.constantFrom(1.5, 3, 4) }),
+        { nil: undefined, freq: 2 },
+      ),
       // fixed-window without a period: half the time windows from the key's first request.
       firstRequest: fc.boolean(),
       // fixed-window: half the time a window starting at an offset, as a calendar period is resolved.
@@ -46,6 +51,7 @@ const policyArbitrary = (algorithms: readonly AlgorithmName[]): fc.Arbitrary<Tra
         precision,
         delayFactor,
         blockFor,
+        warm,
         firstRequest,
         period,
       }): TracePolicy => {
@@ -60,6 +66,10 @@ const policyArbitrary = (algorithms: readonly AlgorithmName[]): fc.Arbitrary<Tra
         if (algorithm === 'gcra' || algorithm === 'token-bucket') {
           options.burst = Math.max(1, Math.round(limit * burstFactor))
           if (delayFactor !== undefined) options.maxDelay = Math.round(window * delayFactor)
+          if (warm !== undefined) {
+            options.warmup = Math.max(1, Math.round(window * warm.windows))
+            options.coldFactor = warm.coldFactor
+          }
         }
         if (algorithm === 'sliding-window' && window % precision === 0) options.precision = precision
         return options

@@ -69,6 +69,8 @@ export class DurableObjectStore implements Store {
   readonly calendarPeriods = true
   /** The object runs core's transitions, which start a `start: 'first-request'` window at the key's first request. */
   readonly firstRequestWindows = true
+  /** The object runs core's transitions, which follow a token bucket's or GCRA's `warmup`. */
+  readonly warmup = true
   /** The shard count, or undefined for one object per key. */
   readonly shards: number | undefined
   readonly #namespace: DurableObjectNamespaceLike

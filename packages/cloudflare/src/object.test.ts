@@ -121,4 +121,16 @@ describe('RateLimiterObject', () => {
     // Nothing left: no alarm is set again (the runtime clears the one that fired).
     expect(storage.alarm).toBe(T0 + 91_000)
   })
+
+  it('warms a bucket up across JSON: a cold unit of 10/s over 3 s costs 293 ms, not 100', async () => {
+    const { call, send } = setup()
+    const warming = parsePolicies([{ limit: 10, window: 1000, algorithm: 'gcra', burst: 1, warmup: '3s' }]).policies
+    expect((await call({ policies: warming }))?.[0]).toMatchObject({ allowed: true })
+    expect((await call({ policies: warming, now: T0 + 293 }))?.[0]).toMatchObject({ allowed: false, retryAfter: 1 })
+    expect((await call({ policies: warming, now: T0 + 294 }))?.[0]).toMatchObject({ allowed: true })
+    const bad = { ...(warming[0] as Policy), coldFactor: 1 }
+    expect((await send({ op: 'peek', key: 'k', policies: [bad] })).body).toBe(
+      'policies[0].coldFactor must be a finite number above 1 with warmup',
+    )
+  })
 })

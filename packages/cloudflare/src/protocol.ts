@@ -42,6 +42,13 @@ export function parseRequest(body: unknown): LimiterRequest | string {
     for (const name of POLICY_NUMBERS) {
       if (!Number.isFinite(fields[name])) return `policies[${i}].${name} must be a finite number`
     }
+    // Absent from a store older than the options: no warm-up (a warming policy's store declares warmup).
+    if (fields.warmup !== undefined && !(Number.isFinite(fields.warmup) && (fields.warmup as number) >= 0)) {
+      return `policies[${i}].warmup must be a finite number of ms, 0 for none`
+    }
+    if ((fields.warmup as number) > 0 && !(Number.isFinite(fields.coldFactor) && (fields.coldFactor as number) > 1)) {
+      return `policies[${i}].coldFactor must be a finite number above 1 with warmup`
+    }
     // Absent from a store older than the option: its windows start on the clock.
     if (fields.start !== undefined && fields.start !== 'clock' && fields.start !== 'first-request') {
       return `policies[${i}].start must be 'clock' or 'first-request'`

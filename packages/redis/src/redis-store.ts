@@ -97,6 +97,8 @@ export class RedisStore implements Store {
   readonly calendarPeriods = true
   /** The fixed-window Lua starts a `start: 'first-request'` window at the key's first request, as core. */
   readonly firstRequestWindows = true
+  /** The token bucket's and GCRA's Lua follow `warmup` (algorithms/warm-up.ts), as core. */
+  readonly warmup = true
   readonly prefix: string
   readonly #client: ScriptClient
   readonly #now: (() => number) | undefined

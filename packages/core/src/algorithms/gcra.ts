@@ -12,6 +12,7 @@ import {
   type Refund,
   type Transition,
 } from './outcome.js'
+import { coldCost, cooled, decideWarm, maxColdOf } from './warm-up.js'
 
 /** The theoretical arrival time: when the key's schedule would be back to empty. */
 export interface GcraState {
@@ -22,6 +23,8 @@ export interface GcraState {
    * units used stay used (see `backlogOf`). Absent in states written before it was kept.
    */
   readonly limit?: number
+  /** A warming schedule's coldness when written (see warm-up.ts); absent without `warmup`. */
+  readonly cold?: number
 }
 
 /**
@@ -31,8 +34,10 @@ export interface GcraState {
  * further and is told to wait until its slot — nginx's `burst` without `nodelay`.
  */
 export const gcra: Transition<GcraState> = (state, now, policy, cost) => {
-  const outcome = decideGcra(state, now, policy, cost)
+  const warm = policy.warmup > 0
+  const outcome = (warm ? decideWarmGcra : decideGcra)(state, now, policy, cost)
   if (!outcome.allowed || (cost === 0 && state !== undefined)) return { state: state as GcraState, outcome }
+  if (warm) return { state: takeWarmGcra(state, now, policy, cost, { tat: 0 }), outcome }
   return { state: { tat: tatAfter(state, now, policy, cost), limit: policy.limit }, outcome }
 }
 
@@ -113,6 +118,61 @@ export const gcraMeter: Meter<Mutable<GcraState> & Kept> = {
 }
 
 /**
+ * A warming schedule's backlog, read as `backlogOf` does but to a horizon coldFactor times as far
+ * (a cold request that finds the schedule empty may push the TAT that far: warm-up.ts); further
+ * on, or no state: undefined, a new key's (empty, cold).
+ */
+function warmBacklogOf(state: GcraState | undefined, now: number, policy: Policy): number | undefined {
+  if (state === undefined) return undefined
+  const { limit, window, burst, maxDelay, coldFactor } = policy
+  const backlog = storedBacklog(state, now, policy)
+  return backlog > coldFactor * ((window / limit) * burst + maxDelay) + window + 1 ? undefined : Math.max(0, backlog)
+}
+
+/** A warming schedule's coldness at now: it cools from when its TAT passed. */
+function gcraCold(state: GcraState, now: number, policy: Policy): number {
+  return cooled(Math.min(state.cold ?? 0, maxColdOf(policy)), now - state.tat, policy)
+}
+
+/** GCRA with `warmup` (see warm-up.ts): its backlog and coldness at now, decided there. */
+function decideWarmGcra(
+  state: GcraState | undefined,
+  now: number,
+  policy: Policy,
+  cost: number,
+  label?: Policy,
+): Outcome {
+  const backlog = warmBacklogOf(state, now, policy)
+  if (backlog === undefined) return decideWarm(0, maxColdOf(policy), policy, cost, label)
+  return decideWarm(backlog, gcraCold(state as GcraState, now, policy), policy, cost, label)
+}
+
+/** Writes into `into` the warming schedule after `cost` is taken at its cold cost; returns `into`. */
+function takeWarmGcra<S extends Mutable<GcraState>>(
+  state: GcraState | undefined,
+  now: number,
+  policy: Policy,
+  cost: number,
+  into: S,
+): S {
+  const backlog = warmBacklogOf(state, now, policy)
+  const cold = backlog === undefined ? maxColdOf(policy) : gcraCold(state as GcraState, now, policy)
+  into.tat = now + ((backlog ?? 0) + coldCost(cold, cost, policy))
+  into.limit = policy.limit
+  into.cold = cold - Math.min(cost, cold)
+  return into
+}
+
+/** GCRA with `warmup` (see warm-up.ts), on a state kept and changed in place: never on a plain policy's path. */
+export const warmGcraMeter: Meter<Mutable<GcraState> & Kept> = {
+  decide: decideWarmGcra,
+  take: (live, now, policy, cost, spare) =>
+    takeWarmGcra(live, now, policy, cost, live ?? spare ?? { tat: 0, expiry: 0, protectedUntil: 0 }),
+  toState: (state) => state,
+  fromState: (state) => ({ ...(state as GcraState), expiry: 0, protectedUntil: 0 }),
+}
+
+/**
  * `gcraMeter` for a policy without a name: its limit is part of its id, so it never changes under
  * its state, and the state keeps none (`storedBacklog` reads the policy's). A plain policy pays
  * nothing for plan changes.
@@ -138,7 +198,10 @@ export const refundGcra: Refund<GcraState> = (state, now, policy, cost) => {
   if (state === undefined || state.tat <= now) return state
   const tat =
     state.limit === undefined || state.limit === policy.limit ? state.tat : now + storedBacklog(state, now, policy)
-  return { tat: Math.max(now, tat - (policy.window / policy.limit) * cost), limit: policy.limit }
+  const refunded = Math.max(now, tat - (policy.window / policy.limit) * cost)
+  // A TAT still ahead of now has not passed since it was written: a warming schedule's coldness stands.
+  if (policy.warmup > 0) return { tat: refunded, limit: policy.limit, cold: state.cold }
+  return { tat: refunded, limit: policy.limit }
 }
 
 /**
@@ -146,8 +209,22 @@ export const refundGcra: Refund<GcraState> = (state, now, policy, cost) => {
  * is read as one (see gcra), so a penalty keeps a key denied for at most about a window more.
  */
 export const penalizeGcra: Penalty<GcraState> = (state, now, policy, cost) => {
+  if (policy.warmup > 0) return penalizeWarmGcra(state, now, policy, cost)
   const { limit, window, burst, maxDelay } = policy
   const interval = window / limit
   const backlog = state === undefined ? 0 : Math.max(0, storedBacklog(state, now, policy))
   return { tat: now + Math.min(backlog + interval * cost, interval * burst + maxDelay + window), limit }
+}
+
+/** `penalizeGcra` for a warming schedule: the units at their cold cost, to the same furthest TAT. */
+function penalizeWarmGcra(state: GcraState | undefined, now: number, policy: Policy, cost: number): GcraState {
+  const { limit, window, burst, maxDelay } = policy
+  const backlog = warmBacklogOf(state, now, policy)
+  const cold = backlog === undefined ? maxColdOf(policy) : gcraCold(state as GcraState, now, policy)
+  // A cold request's pay-later may have left the TAT beyond that already: a penalty never brings it back.
+  const before = backlog ?? 0
+  const tat =
+    now +
+    Math.max(before, Math.min(before + coldCost(cold, cost, policy), (window / limit) * burst + maxDelay + window))
+  return { tat, limit, cold: cold - Math.min(cost, cold) }
 }

@@ -1,7 +1,7 @@
-import type { AlgorithmName, Policy } from '../policies/policy.js'
+import { type AlgorithmName, isNamed, type Policy } from '../policies/policy.js'
 import { type BlockingStep, type BlockState, blocking, blockUntil, penalizeBlocking, refundBlocking } from './block.js'
 import { fixedWindow, fixedWindowMeter, penalizeFixedWindow, refundFixedWindow } from './fixed-window.js'
-import { gcra, gcraMeter, penalizeGcra, plainGcraMeter, refundGcra } from './gcra.js'
+import { gcra, gcraMeter, penalizeGcra, plainGcraMeter, refundGcra, warmGcraMeter } from './gcra.js'
 import type { Kept, Meter } from './meter.js'
 import { type Outcome, type Penalty, peekOf, type Refund, type Transition } from './outcome.js'
 import { penalizeSlidingLog, refundSlidingLog, slidingLog, slidingLogMeter } from './sliding-log.js'
@@ -12,6 +12,7 @@ import {
   refundTokenBucket,
   tokenBucket,
   tokenBucketMeter,
+  warmTokenBucketMeter,
 } from './token-bucket.js'
 
 export type { BlockingStep, BlockState } from './block.js'
@@ -110,6 +111,19 @@ export const plainMeters: Readonly<Record<AlgorithmName, Meter<Kept>>> = {
   ...meters,
   'token-bucket': plainTokenBucketMeter as Meter<Kept>,
   gcra: plainGcraMeter as Meter<Kept>,
+}
+
+/**
+ * The meter a store keeping states in place uses for `policy`, chosen once per policy set: none
+ * with `blockFor` (the transitions), the warming ones with `warmup`, the plain ones for a policy
+ * without a name; so a plain policy's path holds no test for what it does not use.
+ */
+export function meterOf(policy: Policy): Meter<Kept> | undefined {
+  if (policy.blockFor > 0) return undefined
+  if (policy.warmup > 0) {
+    return (policy.algorithm === 'gcra' ? warmGcraMeter : warmTokenBucketMeter) as Meter<Kept>
+  }
+  return (isNamed(policy) ? meters : plainMeters)[policy.algorithm]
 }
 
 /** Runs one policy's transition: `(state, now, policy, cost) → { state, outcome }`. */

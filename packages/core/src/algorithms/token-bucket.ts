@@ -10,6 +10,7 @@ import {
   type Refund,
   type Transition,
 } from './outcome.js'
+import { coldCost, cooled, decideWarm, maxColdOf } from './warm-up.js'
 
 /**
  * Tokens scaled by the window (a token is `window` units and `limit` units drip in per ms), so
@@ -30,6 +31,8 @@ export interface TokenBucketState {
    * it was kept: the policy's limit.
    */
   readonly limit?: number
+  /** A warming bucket's coldness when written (see warm-up.ts); absent without `warmup`. */
+  readonly cold?: number
 }
 
 /**
@@ -38,8 +41,10 @@ export interface TokenBucketState {
  * until its tokens would have arrived (a reservation, as Guava's acquire).
  */
 export const tokenBucket: Transition<TokenBucketState> = (state, now, policy, cost) => {
-  const outcome = decideTokenBucket(state, now, policy, cost)
+  const warm = policy.warmup > 0
+  const outcome = (warm ? decideWarmBucket : decideTokenBucket)(state, now, policy, cost)
   if (!outcome.allowed || (cost === 0 && state !== undefined)) return { state: state as TokenBucketState, outcome }
+  if (warm) return { state: takeWarmBucket(state, now, policy, cost, { tokens: 0, updated: now }), outcome }
   return {
     state: {
       tokens: tokensAt(state, now, policy) - cost * policy.window,
@@ -135,6 +140,65 @@ export const tokenBucketMeter: Meter<Mutable<TokenBucketState> & Kept> = {
 }
 
 /**
+ * A warming bucket (`warmup`; warm-up.ts) read as a backlog, the refill it lacks in ms, and its
+ * coldness at now. A bucket updated more than a window after now reads as a new one (full, cold).
+ */
+function decideWarmBucket(
+  state: TokenBucketState | undefined,
+  now: number,
+  policy: Policy,
+  cost: number,
+  label?: Policy,
+): Outcome {
+  if (state === undefined || state.updated - now > policy.window) {
+    return decideWarm(0, maxColdOf(policy), policy, cost, label)
+  }
+  const tokens = storedTokens(state, now, policy)
+  return decideWarm(
+    (policy.burst * policy.window - tokens) / policy.limit,
+    bucketCold(state, now, policy),
+    policy,
+    cost,
+    label,
+  )
+}
+
+/** A warming bucket's coldness at now: it cools from when it was full, refilled at the rate it was written at. */
+function bucketCold(state: TokenBucketState, now: number, policy: Policy): number {
+  const writtenCapacity = (state.burst ?? policy.burst) * policy.window
+  const fullAt = state.updated + (writtenCapacity - state.tokens) / (state.limit ?? policy.limit)
+  return cooled(Math.min(state.cold ?? 0, maxColdOf(policy)), now - fullAt, policy)
+}
+
+/** Writes into `into` the warming bucket after `cost` is taken at its cold cost; returns `into`. */
+function takeWarmBucket<S extends Mutable<TokenBucketState>>(
+  state: TokenBucketState | undefined,
+  now: number,
+  policy: Policy,
+  cost: number,
+  into: S,
+): S {
+  const fresh = state === undefined || state.updated - now > policy.window
+  const tokens = fresh ? policy.burst * policy.window : storedTokens(state, now, policy)
+  const cold = fresh ? maxColdOf(policy) : bucketCold(state, now, policy)
+  into.tokens = tokens - coldCost(cold, cost, policy) * policy.limit
+  into.updated = now
+  into.burst = policy.burst
+  into.limit = policy.limit
+  into.cold = cold - Math.min(cost, cold)
+  return into
+}
+
+/** The token bucket with `warmup` (see warm-up.ts), on a state kept and changed in place: never on a plain policy's path. */
+export const warmTokenBucketMeter: Meter<Mutable<TokenBucketState> & Kept> = {
+  decide: decideWarmBucket,
+  take: (live, now, policy, cost, spare) =>
+    takeWarmBucket(live, now, policy, cost, live ?? spare ?? { tokens: 0, updated: now, expiry: 0, protectedUntil: 0 }),
+  toState: (state) => state,
+  fromState: (state) => ({ ...(state as TokenBucketState), expiry: 0, protectedUntil: 0 }),
+}
+
+/**
  * `tokenBucketMeter` for a policy without a name: its limit and burst are part of its id, so they
  * never change under its state, and the bucket keeps no plan (`storedTokens` reads the policy's).
  * A plain policy pays nothing for plan changes: two fields fewer to write per decision and to hold
@@ -169,11 +233,18 @@ export const refundTokenBucket: Refund<TokenBucketState> = (state, now, policy, 
   const capacity = burst * window
   const tokens = storedTokens(state, now, policy)
   if (tokens === capacity) return state
-  return { tokens: Math.min(capacity, tokens + cost * window), updated: now, burst, limit }
+  const refunded = Math.min(capacity, tokens + cost * window)
+  // A bucket not full at now has not been full since its update: its coldness stands.
+  if (policy.warmup > 0) return { tokens: refunded, updated: now, burst, limit, cold: state.cold }
+  return { tokens: refunded, updated: now, burst, limit }
 }
 
-/** The tokens go below zero as far as the cost takes them (see `Penalty`). */
+/**
+ * The tokens go below zero as far as the cost takes them (see `Penalty`); a warming bucket's at
+ * their cold cost, as a consume would write.
+ */
 export const penalizeTokenBucket: Penalty<TokenBucketState> = (state, now, policy, cost) => {
+  if (policy.warmup > 0) return takeWarmBucket(state, now, policy, cost, { tokens: 0, updated: now })
   const { limit, window, burst } = policy
   const capacity = burst * window
   const tokens = state === undefined ? capacity : storedTokens(state, now, policy)

@@ -184,6 +184,8 @@ describe('hints that name the real problem', () => {
     ['points', /is not a policy option: use limit/],
     ['duration', /is not a policy option: use window: milliseconds \(not seconds\)/],
     ['windwo', /is not a policy option: did you mean window\?/],
+    ['warmUpPeriodSec', /is not a policy option: use warmup: milliseconds \(not seconds\)/],
+    ['warmupPeriod', /is not a policy option: use warmup/],
   ])('%s inside limits gets a hint', (option, hint) => {
     const error = configError(() => createLimiter({ limits: [{ limit: 5, window: '1s', [option]: 1 }] as never }))
     expect(error.field).toBe(`limits[0].${option}`)

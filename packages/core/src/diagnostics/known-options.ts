@@ -81,6 +81,8 @@ export const FOREIGN_POLICY_OPTION_HINTS: Readonly<Record<string, string>> = {
   duration: "use window: milliseconds (not seconds) or a string such as '1h'",
   blockDuration: "use blockFor: milliseconds or a string such as '15m'",
   execEvenly: "use algorithm: 'gcra' with maxDelay",
+  warmupPeriod: "use warmup: milliseconds or a string such as '30s' (Guava's warmupPeriod)",
+  warmUpPeriodSec: "use warmup: milliseconds (not seconds) or a string such as '10s'",
 }
 
 /**

@@ -212,6 +212,15 @@ export function firstRequestNotServed(field: string, store: object, policy: stri
   )
 }
 
+/** A warming policy (`limits[i].warmup`) on a store that does not say it follows warm-up. */
+export function warmupNotServed(field: string, warmup: number, store: object, policy: string): ConfigError {
+  return new ConfigError(
+    field,
+    warmup,
+    `is not served by ${storeNameOf(store)}: a warm-up needs a store whose buckets cool when idle (one with warmup: true, such as MemoryStore or RedisStore); remove warmup or use another store; policy "${policy}"`,
+  )
+}
+
 /** How to switch one warning off, for its message. */
 function switchOff(code: WarningCode): string {
   return `Pass validate: false, or validate: { ${code}: false }, to turn this check off.`

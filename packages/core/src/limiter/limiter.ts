@@ -8,6 +8,7 @@ import {
   storeNameOf,
   type Validate,
   Warnings,
+  warmupNotServed,
 } from '../diagnostics/validations.js'
 import { calendarResolver } from '../policies/calendar-set.js'
 import { toMilliseconds } from '../policies/duration.js'
@@ -457,7 +458,7 @@ function keyError(key: unknown): ConfigError {
 }
 
 /**
- * A ConfigError naming the first policy whose algorithm, calendar period or first-request window
+ * A ConfigError naming the first policy whose algorithm, calendar period, first-request window or warm-up
  * the store says it cannot serve, or whose name it cannot keep across a change of limit.
  */
 function assertServes(store: Store, set: PolicySet): void {
@@ -469,6 +470,9 @@ function assertServes(store: Store, set: PolicySet): void {
     }
     if (policy.start === 'first-request' && store.firstRequestWindows !== true) {
       throw firstRequestNotServed(`limits[${i}].start`, store, policy.name)
+    }
+    if (policy.warmup > 0 && store.warmup !== true) {
+      throw warmupNotServed(`limits[${i}].warmup`, policy.warmup, store, policy.name)
     }
     if (served !== undefined && !served.includes(policy.algorithm)) {
       throw new ConfigError(

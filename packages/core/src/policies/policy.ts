@@ -18,6 +18,10 @@ export type AlgorithmName = (typeof ALGORITHMS)[number]
 /** Shaping (delaying instead of rejecting) needs a schedule that can be reserved ahead. */
 const SHAPING_ALGORITHMS: ReadonlySet<AlgorithmName> = new Set(['gcra', 'token-bucket'])
 const BURST_ALGORITHMS = SHAPING_ALGORITHMS
+/** Warm-up is a rate that rises: the algorithms that meter a rate. */
+const WARMUP_ALGORITHMS = SHAPING_ALGORITHMS
+/** Guava's and Sentinel's cold factor: a cold key admits a third of the rate. */
+const DEFAULT_COLD_FACTOR = 3
 
 /** A sliding log keeps one entry per admitted request; beyond this, use `sliding-window`. */
 export const MAX_SLIDING_LOG_LIMIT = 10_000
@@ -77,6 +81,15 @@ export interface PolicyOptions {
    * 001's "simple window"). Not with `period`, whose windows start at the calendar's bounds.
    */
   start?: WindowStart
+  /**
+   * gcra and token-bucket: a key that has been idle (its bucket full, its schedule empty) is cold
+   * and admits `limit / coldFactor` per window, rising linearly to the full rate over this much
+   * sustained use (Guava's `SmoothWarmingUp`, Sentinel's warm-up). A new key starts cold; idle for
+   * half of it, a key starts to cool. Default 0: no warm-up.
+   */
+  warmup?: number | string
+  /** With `warmup`: how many times slower a cold key admits than a warm one. Above 1; default 3. */
+  coldFactor?: number
   /**
    * Shown in headers and decisions. Default e.g. `"100-per-1m"`. A policy given a name keeps its
    * stored state under that name (with its window, algorithm and precision), not under its limit:
@@ -143,6 +156,10 @@ export interface Policy {
   readonly calendar: CalendarRule | undefined
   /** fixed-window: where each key's windows start (`PolicyOptions.start`); `'clock'` for the others. */
   readonly start: WindowStart
+  /** gcra and token-bucket: milliseconds of sustained use from cold to the full rate; 0 for no warm-up. */
+  readonly warmup: number
+  /** With `warmup`: a cold key admits `limit / coldFactor` per window (`DEFAULT_COLD_FACTOR` unless given). */
+  readonly coldFactor: number
 }
 
 /** The policies of one limiter, in the order given, and an id that names the set in a store. */
@@ -160,6 +177,8 @@ const OPTION_KEYS: ReadonlySet<string> = new Set([
   'maxDelay',
   'blockFor',
   'start',
+  'warmup',
+  'coldFactor',
   'name',
   'period',
   'timeZone',
@@ -311,6 +330,7 @@ function buildPolicy(options: Record<string, unknown>, field: string): Policy {
     options.blockFor === undefined ? 0 : toMilliseconds(`${field}.blockFor`, options.blockFor, { allowZero: true })
 
   const start = windowStartOf(options.start, algo, calendar, field)
+  const { warmup, coldFactor } = warmupOf(options, algo, field)
 
   if (algo === 'sliding-log' && limit > MAX_SLIDING_LOG_LIMIT) {
     throw new ConfigError(
@@ -345,20 +365,58 @@ function buildPolicy(options: Record<string, unknown>, field: string): Policy {
     maxDelay,
     blockFor,
     id: blockId(
-      startId(
-        options.name === undefined
-          ? calendar === undefined
-            ? policyId(algo, limit, window, burst, precision, maxDelay)
-            : policyId(algo, limit, calendar.id)
-          : namedId(name, algo, calendar === undefined ? window : calendar.id, precision),
-        start,
+      warmupId(
+        startId(
+          options.name === undefined
+            ? calendar === undefined
+              ? policyId(algo, limit, window, burst, precision, maxDelay)
+              : policyId(algo, limit, calendar.id)
+            : namedId(name, algo, calendar === undefined ? window : calendar.id, precision),
+          start,
+        ),
+        warmup,
+        coldFactor,
       ),
       blockFor,
     ),
     offset: 0,
     calendar,
     start,
+    warmup,
+    coldFactor,
   })
+}
+
+/** `warmup` and `coldFactor` checked: a positive duration on gcra or token-bucket, a factor above 1 with it. */
+function warmupOf(
+  options: Record<string, unknown>,
+  algorithm: AlgorithmName,
+  field: string,
+): { warmup: number; coldFactor: number } {
+  if (options.warmup === undefined) {
+    if (options.coldFactor !== undefined) {
+      throw new ConfigError(`${field}.coldFactor`, options.coldFactor, 'applies only with warmup; give warmup too')
+    }
+    return { warmup: 0, coldFactor: DEFAULT_COLD_FACTOR }
+  }
+  if (!WARMUP_ALGORITHMS.has(algorithm)) {
+    throw new ConfigError(`${field}.warmup`, options.warmup, `applies to gcra and token-bucket only, not ${algorithm}`)
+  }
+  const warmup = toMilliseconds(`${field}.warmup`, options.warmup)
+  const coldFactor = options.coldFactor ?? DEFAULT_COLD_FACTOR
+  if (typeof coldFactor !== 'number' || !Number.isFinite(coldFactor) || coldFactor <= 1) {
+    throw new ConfigError(
+      `${field}.coldFactor`,
+      coldFactor,
+      'must be a number above 1 (a cold key admits limit / coldFactor); default 3',
+    )
+  }
+  return { warmup, coldFactor }
+}
+
+/** A warming policy keeps its own state (with its coldness in it): ids without warm-up are unchanged. */
+function warmupId(id: string, warmup: number, coldFactor: number): string {
+  return warmup === 0 ? id : `${id}:warm${warmup}x${coldFactor}`
 }
 
 /** `start` checked: one of WINDOW_STARTS, and `'first-request'` only on a fixed window without `period`. */
@@ -464,7 +522,10 @@ export function withMaxDelay(policy: Policy, maxDelay: number): Policy {
   const { algorithm, limit, window, burst, precision } = policy
   const id = isNamed(policy)
     ? policy.id
-    : blockId(policyId(algorithm, limit, window, burst, precision, maxDelay), policy.blockFor)
+    : blockId(
+        warmupId(policyId(algorithm, limit, window, burst, precision, maxDelay), policy.warmup, policy.coldFactor),
+        policy.blockFor,
+      )
   return Object.freeze({ ...policy, maxDelay, id })
 }
 

@@ -58,6 +58,11 @@ export interface Store {
    */
   readonly firstRequestWindows?: boolean
   /**
+   * True when the store follows a token bucket's or GCRA's `warmup` (a cold key admits less; the
+   * core transitions do); `createLimiter` rejects that option on a store without it.
+   */
+  readonly warmup?: boolean
+  /**
    * The algorithms whose named policies this store keeps across a change of limit (their usage
    * read against the new limit; see `PolicyOptions.name`); absent means all, as in a store that
    * runs the transitions. `createLimiter` rejects a named policy of any other algorithm (a

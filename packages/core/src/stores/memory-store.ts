@@ -3,11 +3,10 @@ import {
   blockState,
   type Kept,
   type Meter,
-  meters,
+  meterOf,
   type Outcome,
   peekOutcome,
   penalize,
-  plainMeters,
   refund,
   step,
 } from '../algorithms/index.js'
@@ -133,6 +132,7 @@ export class MemoryStore implements Store {
   readonly calendarPeriods = true
   /** Its meters start a `start: 'first-request'` window at the key's first request (see `Store`). */
   readonly firstRequestWindows = true
+  readonly warmup = true
   readonly #plans = new WeakMap<PolicySet, Plan>()
   /** The last set's plan: a limiter uses one set, so this saves the WeakMap lookup. */
   #plan: Plan | undefined
@@ -480,9 +480,7 @@ export class MemoryStore implements Store {
         }
         return index
       })
-      const planMeters = set.policies.map((policy) =>
-        policy.blockFor > 0 ? undefined : (isNamed(policy) ? meters : plainMeters)[policy.algorithm],
-      )
+      const planMeters = set.policies.map(meterOf)
       // Two policies alike but for their names share one state: taking in place would count twice.
       const inPlace = planMeters.every((meter) => meter !== undefined) && new Set(indices).size === indices.length
       const bare = indices.length === 1 && indices[0] === 0
@@ -572,11 +570,12 @@ export class MemoryStore implements Store {
  * error that depends on their size, and on epoch ms it rounds as the transitions, the Redis
  * scripts and every other store do. Every other algorithm's arithmetic is exact on whole ms.
  * A named GCRA keeps epoch time whatever its limit: its limit may change under its state (a plan
- * change), and a TAT kept on one limit's time would be read on another's.
+ * change), and a TAT kept on one limit's time would be read on another's. A warming bucket or
+ * GCRA keeps epoch time too: its costs are floats (warm-up.ts).
  */
 function shiftOf(origin: number, policy: Policy): number {
   const { algorithm, limit, window } = policy
-  if (algorithm === 'gcra' && (window % limit !== 0 || isNamed(policy))) return origin
+  if (policy.warmup > 0 || (algorithm === 'gcra' && (window % limit !== 0 || isNamed(policy)))) return origin
   return Math.floor(((origin % window) + window) % window)
 }
 

@@ -76,6 +76,12 @@ const TRACE_SETS: readonly (readonly PolicyInput[])[] = [
     { limit: 4, window: 700, algorithm: 'fixed-window', start: 'first-request' },
     { limit: 6, window: 1000, algorithm: 'fixed-window' },
   ],
+  // Warming buckets: cold from the first request, cooling again in the trace's pauses.
+  [{ limit: 8, window: 1000, algorithm: 'gcra', burst: 3, warmup: 1500 }],
+  [
+    { limit: 6, window: 1000, algorithm: 'token-bucket', warmup: 2000, coldFactor: 4 },
+    { limit: 9, window: 2000, algorithm: 'sliding-window' },
+  ],
 ]
 
 const HOUR = 3_600_000
@@ -124,6 +130,7 @@ function unserved(store: Store, policies: readonly Policy[]): string | undefined
     if (policy.start === 'first-request' && store.firstRequestWindows !== true) {
       return "the store does not start fixed windows at a key's first request (firstRequestWindows)"
     }
+    if (policy.warmup > 0 && store.warmup !== true) return 'the store does not follow warm-up (warmup)'
   }
   return undefined
 }
@@ -287,7 +294,10 @@ export function storeConformanceCases(options: StoreConformanceOptions): Conform
     const set = parsePolicies(inputs)
     const label = set.policies
       .map(
-        (p) => `${p.algorithm} ${p.limit}/${p.window}ms${p.start === 'first-request' ? ' from the first request' : ''}`,
+        (p) =>
+          `${p.algorithm} ${p.limit}/${p.window}ms${p.start === 'first-request' ? ' from the first request' : ''}${
+            p.warmup > 0 ? ` warming over ${p.warmup}ms` : ''
+          }`,
       )
       .join(' + ')
     add(`decides as the reference transitions on a random trace: ${label}`, serving(set), async (store, clock) => {

@@ -1,9 +1,10 @@
 import { BLOCK } from './algorithms/block.js'
 import { FIXED_WINDOW } from './algorithms/fixed-window.js'
-import { GCRA } from './algorithms/gcra.js'
+import { GCRA, WARM_GCRA } from './algorithms/gcra.js'
 import { SLIDING_LOG } from './algorithms/sliding-log.js'
 import { SLIDING_WINDOW } from './algorithms/sliding-window.js'
-import { TOKEN_BUCKET } from './algorithms/token-bucket.js'
+import { TOKEN_BUCKET, WARM_TOKEN_BUCKET } from './algorithms/token-bucket.js'
+import { warmFunctionsLua } from './algorithms/warm-up.js'
 import {
   CEIL_MS_LUA,
   EXPIRY_SLACK_MS,
@@ -49,8 +50,7 @@ ${GCRA.functions}
 -- Library functions are looked up where used (math.floor, ...), not kept in locals: a function
 -- capturing locals pays for each of them on every call.
 ${CEIL_MS_LUA}${FLOOR_UNITS_LUA}
-${SLIDING_WINDOW.decideFunctions}
--- The policies of the request being decided (read by decide).
+${SLIDING_WINDOW.decideFunctions}${warmFunctionsLua(WARM_TOKEN_BUCKET.functions + WARM_GCRA.functions, true)}-- The policies of the request being decided (read by decide).
 local policies
 local requests = math.floor(#ARGV / 2)
 local now
@@ -82,6 +82,12 @@ ${SLIDING_WINDOW.decide}
   end
   if code == ${TOKEN_BUCKET.code} then
 ${TOKEN_BUCKET.decide}
+  end
+  if code > ${GCRA.code} then
+    if code == ${WARM_TOKEN_BUCKET.code} then
+${WARM_TOKEN_BUCKET.decide}
+    end
+${WARM_GCRA.decide}
   end
 ${GCRA.decide}
 end

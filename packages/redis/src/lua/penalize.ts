@@ -1,9 +1,10 @@
 import { BLOCK } from './algorithms/block.js'
 import { FIXED_WINDOW } from './algorithms/fixed-window.js'
-import { GCRA } from './algorithms/gcra.js'
+import { GCRA, WARM_GCRA } from './algorithms/gcra.js'
 import { SLIDING_LOG } from './algorithms/sliding-log.js'
 import { SLIDING_WINDOW } from './algorithms/sliding-window.js'
-import { TOKEN_BUCKET } from './algorithms/token-bucket.js'
+import { TOKEN_BUCKET, WARM_TOKEN_BUCKET } from './algorithms/token-bucket.js'
+import { warmFunctionsLua } from './algorithms/warm-up.js'
 import { EXPIRY_SLACK_MS, nowFromArgv, policyLua } from './protocol.js'
 
 /**
@@ -24,8 +25,7 @@ ${nowFromArgv(3)}
 ${SLIDING_LOG.functions}
 ${FIXED_WINDOW.functions}
 ${TOKEN_BUCKET.functions}
-${GCRA.functions}
-
+${GCRA.functions}${warmFunctionsLua(WARM_TOKEN_BUCKET.functions + WARM_GCRA.functions, false)}
 -- Policy i's state (or false) with cost c taken: the new state, and how long until it drains.
 local function penalize(i, state, c)
   local code, limit, window, burst, precision, maxDelay = ${policyLua('i', ['code', 'limit', 'window', 'burst', 'precision', 'maxDelay'])}
@@ -37,6 +37,12 @@ ${SLIDING_WINDOW.penalize}
   end
   if code == ${TOKEN_BUCKET.code} then
 ${TOKEN_BUCKET.penalize}
+  end
+  if code > ${GCRA.code} then
+    if code == ${WARM_TOKEN_BUCKET.code} then
+${WARM_TOKEN_BUCKET.penalize}
+    end
+${WARM_GCRA.penalize}
   end
 ${GCRA.penalize}
 end

@@ -17,6 +17,12 @@ export const ALGORITHM_CODES = {
 } as const satisfies Record<AlgorithmName, number>
 
 /**
+ * The codes of a token bucket and a GCRA with `warmup`: their own fragments, so that a plain
+ * bucket's decision reads no warm-up field and tests for none.
+ */
+export const WARM_CODES = { 'token-bucket': 6, gcra: 7 } as const
+
+/**
  * Kept past resetAfter so a state is never lost to the gap between the decision's clock and the
  * expiry clock; a state older than resetAfter decides exactly as no state at all.
  */
@@ -29,7 +35,8 @@ export const ESTIMATE_EPSILON_LUA = ESTIMATE_EPSILON.toExponential()
 /**
  * The policy record: one little-endian double per field, in this order, one record per policy
  * of a set, built once per set (`policyRecords`). The lease script sends the first four only.
- * `firstRequest` is 1 for a fixed window with `start: 'first-request'`, else 0.
+ * `firstRequest` is 1 for a fixed window with `start: 'first-request'`, else 0. `warmup` (ms) and
+ * `coldFactor` are a warming bucket's (its code one of WARM_CODES), 0 and 3 for the others.
  */
 const POLICY_FIELDS = [
   'code',
@@ -41,6 +48,8 @@ const POLICY_FIELDS = [
   'blockFor',
   'offset',
   'firstRequest',
+  'warmup',
+  'coldFactor',
 ] as const
 export type PolicyField = (typeof POLICY_FIELDS)[number]
 /** Bytes of one whole record. */
@@ -81,7 +90,7 @@ const codeBytes = (code: number): Buffer => {
 const logCodeBytes = codeBytes(ALGORITHM_CODES['sliding-log'])
 const LOG_BYTE = (() => {
   const byte = [...logCodeBytes.keys()].find((b) =>
-    Object.values(ALGORITHM_CODES).every(
+    [...Object.values(ALGORITHM_CODES), ...Object.values(WARM_CODES)].every(
       (code) => code === ALGORITHM_CODES['sliding-log'] || codeBytes(code)[b] !== logCodeBytes[b],
     ),
   )
@@ -117,7 +126,12 @@ export function writePolicy(
 }
 
 function fieldValue(policy: Policy, field: PolicyField): number {
-  if (field === 'code') return ALGORITHM_CODES[policy.algorithm]
+  if (field === 'code') {
+    const { algorithm } = policy
+    return policy.warmup > 0 && (algorithm === 'gcra' || algorithm === 'token-bucket')
+      ? WARM_CODES[algorithm]
+      : ALGORITHM_CODES[algorithm]
+  }
   if (field === 'firstRequest') return policy.start === 'first-request' ? 1 : 0
   return policy[field]
 }

@@ -1,9 +1,9 @@
 import { BLOCK } from './algorithms/block.js'
 import { FIXED_WINDOW } from './algorithms/fixed-window.js'
-import { GCRA } from './algorithms/gcra.js'
+import { GCRA, WARM_GCRA } from './algorithms/gcra.js'
 import { SLIDING_LOG } from './algorithms/sliding-log.js'
 import { SLIDING_WINDOW } from './algorithms/sliding-window.js'
-import { TOKEN_BUCKET } from './algorithms/token-bucket.js'
+import { TOKEN_BUCKET, WARM_TOKEN_BUCKET } from './algorithms/token-bucket.js'
 import { nowFromArgv, policyLua } from './protocol.js'
 
 /**
@@ -44,6 +44,12 @@ ${SLIDING_WINDOW.refund}
   end
   if code == ${TOKEN_BUCKET.code} then
 ${TOKEN_BUCKET.refund}
+  end
+  if code > ${GCRA.code} then
+    if code == ${WARM_TOKEN_BUCKET.code} then
+${WARM_TOKEN_BUCKET.refund}
+    end
+${WARM_GCRA.refund}
   end
 ${GCRA.refund}
 end

@@ -246,11 +246,16 @@ export class Lease {
   }
 }
 
-/** Whether a policy can be leased: a token bucket or GCRA that neither shapes (maxDelay) nor blocks. */
+/**
+ * Whether a policy can be leased: a token bucket or GCRA that neither shapes (maxDelay), blocks nor
+ * warms up. A warming one's unit costs more the colder its state when it is spent, and grants,
+ * their give-backs and the tail rule count plain units (LEASE_LUA): it is decided exactly instead.
+ */
 export function leasable(policy: Policy): boolean {
   return (
     (policy.algorithm === 'token-bucket' || policy.algorithm === 'gcra') &&
     policy.maxDelay === 0 &&
-    policy.blockFor === 0
+    policy.blockFor === 0 &&
+    policy.warmup === 0
   )
 }

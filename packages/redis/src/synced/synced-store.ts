@@ -59,6 +59,12 @@ export class SyncedStore implements Store {
    * on before a sync; `createLimiter` refuses `start: 'first-request'` (RedisStore serves it).
    */
   readonly firstRequestWindows = false
+  /**
+   * Warming token buckets and GCRA are decided exactly (one RedisStore script a request, its Lua
+   * following warm-up) and, while Redis does not answer, on this node's share in memory, warming
+   * too; they are not leased (see `leasable`).
+   */
+  readonly warmup = true
   readonly prefix: string
   readonly nodeId: string
   readonly interval: number

@@ -1,5 +1,5 @@
-import { ALGORITHM_CODES, EPSILON_LUA, EXPIRY_SLACK_MS } from '../protocol.js'
-import type { BucketLua } from './algorithm.js'
+import { ALGORITHM_CODES, EPSILON_LUA, EXPIRY_SLACK_MS, policyLua, WARM_CODES } from '../protocol.js'
+import type { AlgorithmLua, BucketLua } from './algorithm.js'
 
 /**
  * Mirrors packages/core/src/algorithms/gcra.ts (gcra, storedBacklog, backlogOf, refundGcra,
@@ -109,5 +109,68 @@ end
       end
       a = now + backlog
     end
+`,
+}
+
+/**
+ * Mirrors the warming GCRA of packages/core/src/algorithms/gcra.ts (warmBacklogOf, gcraCold,
+ * decideWarmGcra, takeWarmGcra, penalizeWarmGcra, and refundGcra with `warmup`) line for line, on
+ * warm-up.ts's functions. State: tat, limit, cold.
+ */
+export const WARM_GCRA: AlgorithmLua = {
+  code: WARM_CODES.gcra,
+  /**
+   * As core's warmBacklogOf (to a horizon coldFactor times as far as backlogOf's; beyond it, or
+   * no state: nil, a new key's) and gcraCold (it cools from when its TAT passed).
+   */
+  functions: `
+local function warmBacklogOf(state, now, limit, window, burst, maxDelay, coldFactor)
+  if not state then return nil end
+  local backlog = storedBacklog(state, now, limit, window, burst, maxDelay)
+  if backlog > coldFactor * ((window / limit) * burst + maxDelay) + window + 1 then return nil end
+  return math.max(0, backlog)
+end
+local function gcraCold(state, now, limit, window, warmup, coldFactor)
+  local tat, _, cold = struct.unpack('<ddd', state)
+  return cooled(math.min(cold, maxColdOf(limit, window, warmup, coldFactor)), now - tat, limit, window, warmup, coldFactor)
+end
+`,
+  decide: `
+    local warmup, coldFactor = ${policyLua('i', ['warmup', 'coldFactor'])}
+    if not warm then warmFunctions() end
+    local backlog = warm.warmBacklogOf(state, now, limit, window, burst, maxDelay, coldFactor)
+    local cold
+    if backlog == nil then
+      backlog, cold = 0, warm.maxColdOf(limit, window, warmup, coldFactor)
+    else
+      cold = warm.gcraCold(state, now, limit, window, warmup, coldFactor)
+    end
+    local ok, remaining, resetAfter, retryAfter, delay = warm.decideWarm(backlog, cold, c, limit, window, burst, maxDelay, warmup, coldFactor)
+    if not ok then return ok, remaining, resetAfter, retryAfter, delay end
+    return true, remaining, resetAfter, retryAfter, delay,
+      struct.pack('<ddd', now + (backlog + warm.coldCost(cold, c, limit, window, warmup, coldFactor)), limit, cold - math.min(c, cold))
+`,
+  // A TAT still ahead of now has not passed since it was written: its coldness stands.
+  refund: `
+    local tat, written, cold = struct.unpack('<ddd', state)
+    if tat <= now then return nil end
+    if written ~= limit then tat = now + storedBacklog(state, now, limit, window, burst, maxDelay) end
+    return struct.pack('<ddd', math.max(now, tat - (window / limit) * c), limit, cold)
+`,
+  // As core's penalizeWarmGcra; it drains when the state is as a new key's (emptied, then cooled).
+  penalize: `
+    local warmup, coldFactor = ${policyLua('i', ['warmup', 'coldFactor'])}
+    if not warm then warmFunctions() end
+    local backlog = warm.warmBacklogOf(state, now, limit, window, burst, maxDelay, coldFactor)
+    local cold
+    if backlog == nil then
+      backlog, cold = 0, warm.maxColdOf(limit, window, warmup, coldFactor)
+    else
+      cold = warm.gcraCold(state, now, limit, window, warmup, coldFactor)
+    end
+    local nextBacklog = math.max(backlog, math.min(backlog + warm.coldCost(cold, c, limit, window, warmup, coldFactor), (window / limit) * burst + maxDelay + window))
+    local left = cold - math.min(c, cold)
+    local maxCold = warm.maxColdOf(limit, window, warmup, coldFactor)
+    return struct.pack('<ddd', now + nextBacklog, limit, left), math.ceil(nextBacklog + ((maxCold - left) * warmup) / maxCold)
 `,
 }

@@ -1,5 +1,5 @@
-import { ALGORITHM_CODES, EXPIRY_SLACK_MS } from '../protocol.js'
-import type { BucketLua } from './algorithm.js'
+import { ALGORITHM_CODES, EXPIRY_SLACK_MS, policyLua, WARM_CODES } from '../protocol.js'
+import type { AlgorithmLua, BucketLua } from './algorithm.js'
 
 /**
  * Mirrors packages/core/src/algorithms/token-bucket.ts (tokenBucket, storedTokens,
@@ -118,5 +118,68 @@ end
       a = tokens
     end
     b = now
+`,
+}
+
+/**
+ * Mirrors the warming token bucket of packages/core/src/algorithms/token-bucket.ts
+ * (decideWarmBucket, bucketCold, takeWarmBucket, and refundTokenBucket and penalizeTokenBucket with
+ * `warmup`) line for line, on warm-up.ts's functions. State: tokens, updated, burst, limit, cold.
+ */
+export const WARM_TOKEN_BUCKET: AlgorithmLua = {
+  code: WARM_CODES['token-bucket'],
+  /** As core's bucketCold: it cools from when it was full, refilled at the rate it was written at. */
+  functions: `
+local function bucketCold(state, now, limit, window, burst, warmup, coldFactor)
+  local t, u, b, l, k = struct.unpack('<ddddd', state)
+  local fullAt = u + (b * window - t) / l
+  return cooled(math.min(k, maxColdOf(limit, window, warmup, coldFactor)), now - fullAt, limit, window, warmup, coldFactor)
+end
+`,
+  decide: `
+    local warmup, coldFactor = ${policyLua('i', ['warmup', 'coldFactor'])}
+    if not warm then warmFunctions() end
+    local capacity = burst * window
+    -- As core's takeWarmBucket: a bucket updated more than a window after now reads as a new one.
+    local tokens, cold, backlog = capacity, warm.maxColdOf(limit, window, warmup, coldFactor), 0
+    if state then
+      local t, u = storedTokens(state, now, limit, window, burst)
+      if u - now <= window then
+        tokens, cold = t, warm.bucketCold(state, now, limit, window, burst, warmup, coldFactor)
+        backlog = (capacity - tokens) / limit
+      end
+    end
+    local ok, remaining, resetAfter, retryAfter, delay = warm.decideWarm(backlog, cold, c, limit, window, burst, maxDelay, warmup, coldFactor)
+    if not ok then return ok, remaining, resetAfter, retryAfter, delay end
+    return true, remaining, resetAfter, retryAfter, delay,
+      struct.pack('<ddddd', tokens - warm.coldCost(cold, c, limit, window, warmup, coldFactor) * limit, now, burst, limit, cold - math.min(c, cold))
+`,
+  // A bucket not full at now has not been full since its update: its coldness stands.
+  refund: `
+    local capacity = burst * window
+    local tokens = storedTokens(state, now, limit, window, burst)
+    if tokens == capacity then return nil end
+    local _, _, _, _, cold = struct.unpack('<ddddd', state)
+    return struct.pack('<ddddd', math.min(capacity, tokens + c * window), now, burst, limit, cold)
+`,
+  // As a consume would write; it drains when the state is as a new key's (refilled, then cooled).
+  penalize: `
+    local warmup, coldFactor = ${policyLua('i', ['warmup', 'coldFactor'])}
+    if not warm then warmFunctions() end
+    local capacity = burst * window
+    -- As core's takeWarmBucket: a bucket updated more than a window after now reads as a new one.
+    local tokens, cold, backlog = capacity, warm.maxColdOf(limit, window, warmup, coldFactor), 0
+    if state then
+      local t, u = storedTokens(state, now, limit, window, burst)
+      if u - now <= window then
+        tokens, cold = t, warm.bucketCold(state, now, limit, window, burst, warmup, coldFactor)
+        backlog = (capacity - tokens) / limit
+      end
+    end
+    local nextTokens = tokens - warm.coldCost(cold, c, limit, window, warmup, coldFactor) * limit
+    local left = cold - math.min(c, cold)
+    local maxCold = warm.maxColdOf(limit, window, warmup, coldFactor)
+    return struct.pack('<ddddd', nextTokens, now, burst, limit, left),
+      math.ceil((capacity - nextTokens) / limit + ((maxCold - left) * warmup) / maxCold)
 `,
 }
