@@ -35,7 +35,7 @@ describe.skipIf(!available)('SyncedStore leased buckets through a Redis that for
         expect(result.admitted).toBeLessThanOrEqual(result.bound * 1.05)
         // The bucket was in use: the fleet admitted most of what it could.
         expect(result.admitted).toBeGreaterThanOrEqual(result.bound * 0.6)
-      }, 30_000)
+      }, 60_000)
     }
   }
 })
