@@ -19,6 +19,8 @@ export interface WorkerPlan {
   delay?: number
   /** The store's maxKeys. Default the store's. */
   maxKeys?: number
+  /** The store's lease sizes. Default the store's. */
+  lease?: { allocation?: number; cap?: number }
 }
 
 /** One hot key; 1000 keys in turn; 1000 keys drawn by Zipf (s = 1); a new key each request (a flood). */
