@@ -26,6 +26,8 @@ export interface WorkerPlan {
    * reconnect every 50 ms), so a dead Redis fails calls at once. Default ioredis's own.
    */
   recommended?: boolean
+  /** The store's lease sizes. Default the store's. */
+  lease?: { allocation?: number; cap?: number }
 }
 
 /** One hot key; 1000 keys in turn; 1000 keys drawn by Zipf (s = 1); a new key each request (a flood). */

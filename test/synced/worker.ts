@@ -44,6 +44,7 @@ const store = new SyncedStore({
   },
   ...(plan.exactAbove === undefined ? {} : { exactAbove: plan.exactAbove }),
   ...(plan.maxKeys === undefined ? {} : { maxKeys: plan.maxKeys }),
+  ...(plan.lease === undefined ? {} : { lease: plan.lease }),
 })
 const set = parsePolicies({ limit: plan.limit, window: plan.window, algorithm: plan.algorithm })
 const patterns = (Object.keys(plan.rates) as Pattern[]).map((pattern) => ({
