@@ -137,8 +137,9 @@ export class SyncLoop {
   async flush(): Promise<void> {
     await this.#syncing
     await this.#sync(false, true)
-    // This very sync found Redis lost its keys: the windows to send again go now, not at the next tick.
-    if (this.#resendDue) await this.#sync(false, true)
+    // This very sync found Redis lost its keys (the windows to send again go now, not at the next
+    // tick) or keys hot (the heartbeat announcing them goes now).
+    if (this.#resendDue || this.fleet.hot.pending) await this.#sync(false, true)
   }
 
   /**
@@ -343,7 +344,13 @@ export class SyncLoop {
       window.acknowledge(sent.admitted, sent.refunded, sent.exact, sent.denied)
       window.heard(heard.global, sent.admitted - sent.refunded + heard.exact, heard.denied, now, this.interval)
       counters.heard = true
-      if (window.start === counters.currentStart(now) && this.#near(counters, window)) this.#watched.add(counters)
+      if (window.start !== counters.currentStart(now)) continue
+      if (this.#near(counters, window)) this.#watched.add(counters)
+      // Hot: the other nodes decide their first request on it exactly (see `HotKeys`).
+      if (counters.pressing(now, WATCH_FROM * this.exactAbove)) {
+        const { span, depth } = counters.geometry
+        this.fleet.hot.announce(counters.id, counters.key, now, window.start + span * depth)
+      }
     }
     // A past sub-window Redis now has in full goes at once, not when the key is next used or swept
     // (what `collect` would drop before reading it): SyncedStore busy-keys rows of `pnpm bench:memory`.
