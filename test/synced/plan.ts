@@ -19,6 +19,8 @@ export interface WorkerPlan {
   delay?: number
   /** The store's maxKeys. Default the store's. */
   maxKeys?: number
+  /** Patterns offered only from when the worker reads `release` on stdin (after `go`), at their rate from then. */
+  held?: Pattern[]
 }
 
 /** One hot key; 1000 keys in turn; 1000 keys drawn by Zipf (s = 1); a new key each request (a flood). */
