@@ -11,7 +11,8 @@
  *   processes share on this machine).
  *
  * Then the sections of bench/distributed/ (each its own table): cardinality; buckets (token bucket
- * and GCRA, RedisStore against SyncedStore with leasing).
+ * and GCRA, RedisStore against SyncedStore with leasing); sharing (cool keys across processes, and
+ * a key one node spent, issue 39).
  *
  *   flock /tmp/sluice-bench.lock pnpm bench:distributed [--seconds 2] [--only <section>]
  */
@@ -23,6 +24,7 @@ import { RateLimiterRedis } from 'rate-limiter-flexible'
 import { parseCommandStats, startRedisServer } from '../test/support/redis.js'
 import { bucketRows } from './distributed/buckets.js'
 import { cardinalityRows } from './distributed/cardinality.js'
+import { sharingRows } from './distributed/sharing.js'
 import { storeContender } from './distributed/store-contender.js'
 
 type Kind = 'RedisStore' | 'SyncedStore' | 'RateLimiterRedis+inMemoryBlock'
@@ -32,6 +34,7 @@ const HOT_LIMIT = 1000
 const SECTIONS: Record<string, (url: string, admin: Redis, seconds: number) => Promise<string[]>> = {
   cardinality: cardinalityRows,
   buckets: bucketRows,
+  sharing: sharingRows,
 }
 
 interface ChildArgs {

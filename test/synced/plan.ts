@@ -28,6 +28,8 @@ export interface WorkerPlan {
   recommended?: boolean
   /** The store's lease sizes. Default the store's. */
   lease?: { allocation?: number; cap?: number }
+  /** Patterns offered only from when the worker reads `release` on stdin (after `go`), at their rate from then. */
+  held?: Pattern[]
 }
 
 /** One hot key; 1000 keys in turn; 1000 keys drawn by Zipf (s = 1); a new key each request (a flood). */

@@ -3,7 +3,8 @@
  * clock, offering requests at a fixed rate to the key patterns asked for, until told to stop.
  * Args: one JSON object (see WorkerPlan). Prints "ready", waits for "go" on stdin, prints
  * `{"admitted":…,"offered":…}` (per pattern) when done, after flush() and close().
- * With plan.progress, prints `{"progress":<admitted so far>}` every 10 ms (the kill test).
+ * With plan.progress, prints `{"progress":<admitted so far>}` every 10 ms (the kill test). Patterns
+ * in plan.held wait for a second line, `release`.
  */
 import { createInterface } from 'node:readline'
 import { parsePolicies } from '@sluice/core'
@@ -60,7 +61,14 @@ let slowest = 0
 const admittedAt: number[] = []
 
 process.stdout.write('ready\n')
-for await (const _ of createInterface({ input: process.stdin })) break
+const input = createInterface({ input: process.stdin })
+const lines = input[Symbol.asyncIterator]()
+await lines.next() // go
+/** When `release` was read (ms after go): held patterns are offered from then. */
+let releasedAt: number | undefined
+void lines.next().then(() => {
+  releasedAt = Date.now() - started
+})
 
 if (plan.delay !== undefined) await new Promise((r) => setTimeout(r, plan.delay))
 started = Date.now()
@@ -74,7 +82,9 @@ await new Promise<void>((resolve) => {
     // tick offers what was due by the end of the duration (a starved process still offers it all).
     const elapsed = Math.min(Date.now() - started, plan.duration)
     for (const [i, { pattern, next }] of patterns.entries()) {
-      const due = ((plan.rates[pattern] ?? 0) * elapsed) / 1000
+      const from = plan.held?.includes(pattern) ? releasedAt : 0
+      if (from === undefined) continue
+      const due = ((plan.rates[pattern] ?? 0) * Math.max(0, elapsed - from)) / 1000
       for (; (debts[i] as number) < due; debts[i] = (debts[i] as number) + 1) {
         offered[pattern] = (offered[pattern] ?? 0) + 1
         const asked = performance.now()
@@ -118,3 +128,4 @@ process.stdout.write(
   `${JSON.stringify({ admitted, offered, slowest, unhandled, syncErrors, errors, lastError, closed, maxSyncGap, ...(plan.record ? { admittedAt } : {}) })}\n`,
 )
 client.disconnect()
+input.close()

@@ -1,7 +1,8 @@
 import { run, type ScriptClient, script } from '../client.js'
 import { HEARTBEAT_LUA } from '../lua/heartbeat.js'
 import type { SyncClock } from './clock.js'
-import { heartbeatKeys, NODE_TTL_MS } from './heartbeat.js'
+import { heartbeatKeys, hotSetKeys, NODE_TTL_MS } from './heartbeat.js'
+import { HotKeys } from './hot.js'
 import { withTimeout } from './timeout.js'
 
 const HEARTBEAT = script(HEARTBEAT_LUA)
@@ -9,10 +10,11 @@ const HEARTBEAT_EVERY_MS = 1000
 /** Heartbeats with the first syncs, spread over the first interval, so nodes started together see each other within it. */
 export const DISCOVERY_HEARTBEATS = 3
 
-/** This node's place in the fleet: its heartbeats, and how many nodes beat with it. */
+/** This node's place in the fleet: its heartbeats, how many nodes beat with it, and the keys they found hot. */
 export class Fleet {
   /** Nodes seen alive at the last heartbeat (1 before any). */
   liveNodes = 1
+  readonly hot = new HotKeys()
   #lastBeat = Number.NEGATIVE_INFINITY
   #beats = 0
 
@@ -30,9 +32,18 @@ export class Fleet {
     return heartbeatKeys(this.prefix)
   }
 
-  /** The first syncs each carry a heartbeat while the fleet is being discovered, then one a second. */
+  /** A beat's keys: the heartbeat's, then the hot keys' sets. */
+  get #beatKeys(): string[] {
+    return [...heartbeatKeys(this.prefix), ...hotSetKeys(this.prefix)]
+  }
+
+  /**
+   * The first syncs each carry a heartbeat while the fleet is being discovered, then one a second,
+   * and the next sync after this node found a key hot: the others learn it within an interval
+   * after their next heartbeat.
+   */
   due(local: number): boolean {
-    return this.#beats < DISCOVERY_HEARTBEATS || local - this.#lastBeat >= HEARTBEAT_EVERY_MS
+    return this.#beats < DISCOVERY_HEARTBEATS || local - this.#lastBeat >= HEARTBEAT_EVERY_MS || this.hot.pending
   }
 
   /** One heartbeat; resolves true when Redis's epoch changed since the last (it lost its keys). */
@@ -40,9 +51,22 @@ export class Fleet {
     this.#lastBeat = local
     this.#beats++
     const asked = clock.local()
-    const reply = (await run(this.client, HEARTBEAT, this.#keys, [this.nodeId, NODE_TTL_MS, '0'])) as unknown[]
-    const [live, epoch, seconds, micros] = reply as [number, string, number, number]
+    const hotArgs = this.hot.takeArgs()
+    let reply: unknown[]
+    try {
+      reply = (await run(this.client, HEARTBEAT, this.#beatKeys, [
+        this.nodeId,
+        NODE_TTL_MS,
+        '0',
+        ...hotArgs,
+      ])) as unknown[]
+    } catch (error) {
+      this.hot.restore(hotArgs)
+      throw error
+    }
+    const [live, epoch, seconds, micros, hot] = reply as [number, string, number, number, (string | number)[]]
     clock.measure(asked, clock.local(), seconds * 1000 + Math.floor(micros / 1000))
+    this.hot.heard(hot, clock.time())
     this.liveNodes = Math.max(1, Number(live))
     const changed = this.#epoch !== undefined && this.#epoch !== String(epoch)
     this.#epoch = String(epoch)

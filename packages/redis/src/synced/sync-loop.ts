@@ -33,9 +33,11 @@ const WATCH_MS = 1000
 /** Share of `exactAbove × limit` from which a key used here lately is watched, and below which its changes may be held. */
 export const WATCH_FROM = 0.5
 /**
- * A key far from its limit may hold its changes this long and up to this many units before a sync
- * carries them (a cool key then costs Redis one read and write a second, not one per request); a
- * killed process loses at most these on such a key.
+ * A key far from its limit may hold its changes this long per live node (a tenth of its sub-window
+ * at most) and up to this many units before a sync carries them: a cool key then costs Redis about
+ * one read and write a second across the fleet, not one per request, however many nodes share its
+ * traffic (each node sees its part: with 4 nodes and a 1 s hold, nearly every request was a sync of
+ * its own, `bench/README.md`). A killed process loses at most these units on such a key.
  */
 const HOLD_MS = 1000
 const HOLD_UNITS = 4
@@ -137,8 +139,9 @@ export class SyncLoop {
   async flush(): Promise<void> {
     await this.#syncing
     await this.#sync(false, true)
-    // This very sync found Redis lost its keys: the windows to send again go now, not at the next tick.
-    if (this.#resendDue) await this.#sync(false, true)
+    // This very sync found Redis lost its keys (the windows to send again go now, not at the next
+    // tick) or keys hot (the heartbeat announcing them goes now).
+    if (this.#resendDue || this.fleet.hot.pending) await this.#sync(false, true)
   }
 
   /**
@@ -343,7 +346,13 @@ export class SyncLoop {
       window.acknowledge(sent.admitted, sent.refunded, sent.exact, sent.denied)
       window.heard(heard.global, sent.admitted - sent.refunded + heard.exact, heard.denied, now, this.interval)
       counters.heard = true
-      if (window.start === counters.currentStart(now) && this.#near(counters, window)) this.#watched.add(counters)
+      if (window.start !== counters.currentStart(now)) continue
+      if (this.#near(counters, window)) this.#watched.add(counters)
+      // Hot: the other nodes decide their first request on it exactly (see `HotKeys`).
+      if (counters.pressing(now, WATCH_FROM * this.exactAbove)) {
+        const { span, depth } = counters.geometry
+        this.fleet.hot.announce(counters.id, counters.key, now, window.start + span * depth)
+      }
     }
     // A past sub-window Redis now has in full goes at once, not when the key is next used or swept
     // (what `collect` would drop before reading it): SyncedStore busy-keys rows of `pnpm bench:memory`.
@@ -355,11 +364,14 @@ export class SyncLoop {
    * that stays far from its limit even if every node went on at this node's rate for the hold.
    */
   #holds(counters: PolicyCounters, now: number): boolean {
-    if (counters.geometry.span < HOLD_SPAN_MS || now - counters.pendingSince >= HOLD_MS) return false
+    const { span } = counters.geometry
+    const live = this.fleet.liveNodes
+    const hold = Math.min(HOLD_MS * live, span / 10)
+    if (span < HOLD_SPAN_MS || now - counters.pendingSince >= hold) return false
     if (counters.unsent(now) >= HOLD_UNITS) return false
     const current = counters.find(counters.currentStart(now))
     const estimate = current?.estimate ?? 0
-    const projected = estimate + counters.unseen(now, this.fleet.liveNodes + 1, HOLD_MS, this.#lag)
+    const projected = estimate + counters.unseen(now, live + 1, hold, this.#lag)
     return projected < WATCH_FROM * this.exactAbove * counters.limit
   }
 

@@ -288,16 +288,24 @@ export class SyncedStore implements Store {
    * counts what the other nodes are likely to have added unseen (see `PolicyCounters.unseen`), so
    * a key that fills fast goes exact early enough; and before Redis has answered for the key at
    * all, near is `exactAbove` of this node's share (limit ÷ live nodes), since a cold fleet's
-   * nodes would otherwise each admit most of the limit before the first sync.
+   * nodes would otherwise each admit most of the limit before the first sync; and a key the fleet
+   * found hot (`HotKeys`) is near until this node has heard its count in the current window.
    */
   #needsExact(entry: Entry, set: PolicySet, now: number, local: number, outcomes: readonly Outcome[]): boolean {
     const all = entry.counters
     const live = this.#fleet.liveNodes
     const lag = this.#loop.lagAt(local)
+    const { hot } = this.#fleet
     for (let i = 0; i < all.length; i++) {
       const counters = all[i] as PolicyCounters
       const { limit } = set.policies[i] as Policy
-      if (counters.find(counters.currentStart(now))?.deniedAnywhere === true) return true
+      const current = counters.find(counters.currentStart(now))
+      if (current?.deniedAnywhere === true) return true
+      // No count heard for this window (a key never counted here, forgotten, or in a window just
+      // begun) says nothing of a key another node found hot: Redis has its count.
+      if (hot.any && !(current !== undefined && current.heardAt > Number.NEGATIVE_INFINITY)) {
+        if (hot.has(counters.id, counters.key, now)) return true
+      }
       const unseen = counters.unseen(now, live, this.interval, lag)
       // Until Redis has answered for the key, the others' counts are unknown: this node keeps to its share.
       const threshold = counters.heard ? this.exactAbove * limit : (this.exactAbove * limit) / live
