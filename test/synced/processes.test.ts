@@ -167,7 +167,8 @@ describe.skipIf(!available)('SyncedStore: several processes, 2× the limit offer
         expect(worst.middle).toBeLessThanOrEqual(1 + OVERSHOOT_BOUND[pattern] * stretch)
         expect(worst.end).toBeLessThanOrEqual(1 + OVERSHOOT_BOUND[pattern] * stretch)
         expect(worst.start).toBeLessThanOrEqual(1 + COLD_START_BOUND[pattern] * stretch)
-      }, 60_000)
+        // Work-bound: on 2 cores beside other suites a 2.5 s run took over 60 s.
+      }, 120_000)
     }
   }
 })
