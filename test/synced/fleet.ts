@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
+import type { CloseReport } from '@sluice/redis'
 import type { Redis } from 'ioredis'
 import { bundled } from '../support/bundle.js'
 import type { Pattern, WorkerPlan } from './plan.js'
@@ -19,6 +20,8 @@ export interface WorkerResult {
   maxSyncGap: number
   /** With plan.record: when each admitted hot-key request was asked (epoch ms). */
   admittedAt?: number[]
+  /** What `close()` reported (unsent keys: counts that never reached Redis). */
+  closed: CloseReport
 }
 
 /** Starts one worker process and resolves once it printed "ready". */
@@ -91,32 +94,37 @@ export async function totalsInRedis(client: Redis, prefix: string): Promise<Map<
 }
 
 /**
- * Keeps the sub-window hashes of `tag` under `prefix` from expiring (PERSIST, every 200 ms) until the
- * returned stop resolves: Redis drops a window's hash 5 s after the window ends, and on a loaded
- * machine a run's flush, close and read can take longer than that, so a test that reads every
- * window the run counted in keeps them. Only their expiry changes, never their fields.
+ * Runs `run` while no sub-window hash under `prefix` (of `tag` only, when given) can expire, so a
+ * test reads every window the run counted in, whole, however late the run ends: Redis drops a
+ * window's hash 5 s after the window ends, and a starved fleet's run, flush and close take longer.
+ * Each hash is made persistent as Redis gives it its expiry (a keyspace event, so the keeping costs
+ * one PERSIST per hash and no scan of the keyspace), never its fields changed. Needs a server of the
+ * test's own, database 0: it turns keyspace events on. Rejects if any such hash expired all the
+ * same (then a read would miss counts).
  */
-export function keepHashes(client: Redis, prefix: string, tag: string): () => Promise<void> {
-  let stopped = false
-  const keeping = (async () => {
-    while (!stopped) {
-      let cursor = '0'
-      do {
-        const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}{${tag}}:s:*`, 'COUNT', 1000)
-        cursor = next
-        if (keys.length > 0) {
-          const pipeline = client.pipeline()
-          for (const key of keys) pipeline.persist(key)
-          await pipeline.exec()
-        }
-      } while (cursor !== '0')
-      await new Promise((resolve) => setTimeout(resolve, 200))
-    }
-  })()
-  return async () => {
-    stopped = true
-    await keeping
-  }
+export async function keepingHashes<T>(client: Redis, prefix: string, run: () => Promise<T>, tag?: string): Promise<T> {
+  const hashes = tag === undefined ? undefined : `${prefix}{${tag}}:s:`
+  const isHash = (key: string) =>
+    hashes === undefined ? key.startsWith(prefix) && key.includes('}:s:') : key.startsWith(hashes)
+  await client.config('SET', 'notify-keyspace-events', 'Egx')
+  const events = client.duplicate()
+  const persisting: Promise<unknown>[] = []
+  const expired: string[] = []
+  events.on('message', (channel: string, key: string) => {
+    if (!isHash(key)) return
+    if (channel.endsWith(':expired')) expired.push(key)
+    else persisting.push(client.persist(key))
+  })
+  await events.subscribe('__keyevent@0__:expire', '__keyevent@0__:expired')
+  const result = await run().finally(async () => {
+    // A PING answered on this connection comes after every event Redis published before it.
+    await events.ping()
+    await Promise.all(persisting)
+    events.disconnect()
+  })
+  if (expired.length > 0)
+    throw new Error(`${expired.length} hashes expired before they could be kept, e.g. ${expired[0]}`)
+  return result
 }
 
 /** The global count a hash's totals make: Σa + Σx − Σr − o, by the field name's first letter as the scripts sum. */

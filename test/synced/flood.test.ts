@@ -5,7 +5,7 @@
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { privateRedisAvailable, type RedisServer, startRedisServer } from '../support/redis.js'
-import { countOf, keepHashes, runFleet, totalsInRedis } from './fleet.js'
+import { countOf, keepingHashes, runFleet, totalsInRedis } from './fleet.js'
 import type { WorkerPlan } from './plan.js'
 
 const available = await privateRedisAvailable()
@@ -49,8 +49,7 @@ describe.skipIf(!available)('SyncedStore under a flood of new keys (maxKeys 200,
         maxKeys: 200,
       }))
       // Every window the hot key was counted in stays readable however late the run ends.
-      const stopKeeping = keepHashes(client, prefix, 'hot:0')
-      const results = await runFleet(plans).finally(stopKeeping)
+      const results = await keepingHashes(client, prefix, () => runFleet(plans), 'hot:0')
       for (const result of results) {
         expect(result.unhandled).toEqual([])
         expect({ errors: result.errors, last: result.lastError }).toEqual({ errors: {}, last: undefined })
