@@ -4,7 +4,7 @@ import { GCRA, WARM_GCRA } from './algorithms/gcra.js'
 import { SLIDING_LOG } from './algorithms/sliding-log.js'
 import { SLIDING_WINDOW } from './algorithms/sliding-window.js'
 import { TOKEN_BUCKET, WARM_TOKEN_BUCKET } from './algorithms/token-bucket.js'
-import { warmFunctionsLua } from './algorithms/warm-up.js'
+import { makeWarmLua } from './algorithms/warm-up.js'
 import {
   CEIL_MS_LUA,
   EXPIRY_SLACK_MS,
@@ -50,7 +50,10 @@ ${GCRA.functions}
 -- Library functions are looked up where used (math.floor, ...), not kept in locals: a function
 -- capturing locals pays for each of them on every call.
 ${CEIL_MS_LUA}${FLOOR_UNITS_LUA}
-${SLIDING_WINDOW.decideFunctions}${warmFunctionsLua(WARM_TOKEN_BUCKET.functions + WARM_GCRA.functions, true)}-- The policies of the request being decided (read by decide).
+${SLIDING_WINDOW.decideFunctions}
+-- The warming fragments' functions: made by the first warming policy a call decides (makeWarmLua).
+local warm
+-- The policies of the request being decided (read by decide).
 local policies
 local requests = math.floor(#ARGV / 2)
 local now
@@ -84,6 +87,7 @@ ${SLIDING_WINDOW.decide}
 ${TOKEN_BUCKET.decide}
   end
   if code > ${GCRA.code} then
+${makeWarmLua(WARM_TOKEN_BUCKET.functions + WARM_GCRA.functions, true)}
     if code == ${WARM_TOKEN_BUCKET.code} then
 ${WARM_TOKEN_BUCKET.decide}
     end

@@ -4,7 +4,7 @@ import { GCRA, WARM_GCRA } from './algorithms/gcra.js'
 import { SLIDING_LOG } from './algorithms/sliding-log.js'
 import { SLIDING_WINDOW } from './algorithms/sliding-window.js'
 import { TOKEN_BUCKET, WARM_TOKEN_BUCKET } from './algorithms/token-bucket.js'
-import { warmFunctionsLua } from './algorithms/warm-up.js'
+import { makeWarmLua } from './algorithms/warm-up.js'
 import { EXPIRY_SLACK_MS, nowFromArgv, policyLua } from './protocol.js'
 
 /**
@@ -25,7 +25,10 @@ ${nowFromArgv(3)}
 ${SLIDING_LOG.functions}
 ${FIXED_WINDOW.functions}
 ${TOKEN_BUCKET.functions}
-${GCRA.functions}${warmFunctionsLua(WARM_TOKEN_BUCKET.functions + WARM_GCRA.functions, false)}
+${GCRA.functions}
+-- The warming fragments' functions: made by the first warming policy (makeWarmLua).
+local warm
+
 -- Policy i's state (or false) with cost c taken: the new state, and how long until it drains.
 local function penalize(i, state, c)
   local code, limit, window, burst, precision, maxDelay = ${policyLua('i', ['code', 'limit', 'window', 'burst', 'precision', 'maxDelay'])}
@@ -39,6 +42,7 @@ ${SLIDING_WINDOW.penalize}
 ${TOKEN_BUCKET.penalize}
   end
   if code > ${GCRA.code} then
+${makeWarmLua(WARM_TOKEN_BUCKET.functions + WARM_GCRA.functions, false)}
     if code == ${WARM_TOKEN_BUCKET.code} then
 ${WARM_TOKEN_BUCKET.penalize}
     end

@@ -137,7 +137,6 @@ end
 `,
   decide: `
     local warmup, coldFactor = ${policyLua('i', ['warmup', 'coldFactor'])}
-    if not warm then warmFunctions() end
     local backlog = warm.warmBacklogOf(state, now, limit, window, burst, maxDelay, coldFactor)
     local cold
     if backlog == nil then
@@ -160,7 +159,6 @@ end
   // As core's penalizeWarmGcra; it drains when the state is as a new key's (emptied, then cooled).
   penalize: `
     local warmup, coldFactor = ${policyLua('i', ['warmup', 'coldFactor'])}
-    if not warm then warmFunctions() end
     local backlog = warm.warmBacklogOf(state, now, limit, window, burst, maxDelay, coldFactor)
     local cold
     if backlog == nil then

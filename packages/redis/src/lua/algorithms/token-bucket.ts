@@ -138,7 +138,6 @@ end
 `,
   decide: `
     local warmup, coldFactor = ${policyLua('i', ['warmup', 'coldFactor'])}
-    if not warm then warmFunctions() end
     local capacity = burst * window
     -- As core's takeWarmBucket: a bucket updated more than a window after now reads as a new one.
     local tokens, cold, backlog = capacity, warm.maxColdOf(limit, window, warmup, coldFactor), 0
@@ -165,7 +164,6 @@ end
   // As a consume would write; it drains when the state is as a new key's (refilled, then cooled).
   penalize: `
     local warmup, coldFactor = ${policyLua('i', ['warmup', 'coldFactor'])}
-    if not warm then warmFunctions() end
     local capacity = burst * window
     -- As core's takeWarmBucket: a bucket updated more than a window after now reads as a new one.
     local tokens, cold, backlog = capacity, warm.maxColdOf(limit, window, warmup, coldFactor), 0

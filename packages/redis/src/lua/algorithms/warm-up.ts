@@ -67,20 +67,23 @@ end
 } as const
 
 /**
- * The warming fragments' functions in a script (`decide`: with the decision's, which need ceilMs
- * and floorUnits before them), made on first use as the log's are (sliding-log.ts): Redis runs a
- * script's whole body on every call, so a call with no warming policy makes none of them, and the
- * fragments reach them through one table, `warm`, made by `warmFunctions()`. `bucketFunctions`
- * are the algorithms' own (WARM_TOKEN_BUCKET's and WARM_GCRA's `functions`).
+ * Lua that makes the warming fragments' functions, once a script call meets a warming policy (in
+ * the `if` of the warm codes): the table `warm` (a local each script declares, nil until then)
+ * holds them. A function expression makes its closure only where it runs, so a call with no
+ * warming policy makes none and pays one nil upvalue: Redis runs a script's whole body on every
+ * call (the log's functions are made on first use for the same reason, sliding-log.ts). `decide`:
+ * with the decision's functions (which call ceilMs and floorUnits). `bucketFunctions` are
+ * WARM_TOKEN_BUCKET's and WARM_GCRA's `functions`.
  */
-export function warmFunctionsLua(bucketFunctions: string, decide: boolean): string {
+export function makeWarmLua(bucketFunctions: string, decide: boolean): string {
   const names = ['maxColdOf', 'cooled', 'coldCost', 'bucketCold', 'warmBacklogOf', 'gcraCold']
   if (decide) names.push('decideWarm')
   return `
-local warm
-local function warmFunctions()
+    if not warm then
+      warm = (function()
 ${WARM_UP.functions}${decide ? WARM_UP.decideFunctions : ''}${bucketFunctions}
-  warm = { ${names.map((name) => `${name} = ${name}`).join(', ')} }
-end
+        return { ${names.map((name) => `${name} = ${name}`).join(', ')} }
+      end)()
+    end
 `
 }
