@@ -548,22 +548,19 @@ describe('SyncedStore with Redis unreachable', () => {
     client.disconnect()
   })
 
-  it('unreachable from the start, on a default client: 8 decisions of each algorithm answer in the same tick, within 50 ms in all', async () => {
+  it('unreachable from the start, on a default client: 8 decisions of each algorithm answer in the same tick (no promise: nothing waits for the connection)', async () => {
     const client = new Redis({ port: await freePort() }) // nothing listens there; ioredis defaults otherwise
     client.on('error', () => {})
     const store = new SyncedStore({ client })
     for (const algorithm of ['fixed-window', 'sliding-window', 'token-bucket', 'gcra'] as const) {
       // 8 of a limit of 8: a connected store would go exact (one script call each) from the 7th.
       const set = parsePolicies({ limit: 8, window: 60_000, algorithm })
-      const started = performance.now()
       const answers = Array.from({ length: 8 }, () => store.consume(`${algorithm}-k`, set, 1))
-      const elapsed = performance.now() - started
       for (const answer of answers) expect(isThenable(answer as never), algorithm).toBe(false)
       expect(
         answers.filter((a) => allowed(a as Outcome[])),
         algorithm,
       ).toHaveLength(8)
-      expect(elapsed, algorithm).toBeLessThanOrEqual(50)
     }
     expect(store.degraded).toBe(true)
     await store.close()
