@@ -81,19 +81,31 @@ export class GuardedStore {
    */
   decide(key: string, cost: number, on: PolicySet): Awaitable<Decision> {
     const breaker = this.#breaker
-    let probe = false
     if (breaker?.open) {
       if (!breaker.tryProbe()) return this.#failed(key, cost, on, breaker.openError(), true)
-      probe = true
+      return this.#asked(key, cost, on, true)
     }
     // A MemoryStore makes each outcome as its Decision entry: no copy per policy. Not for a set
     // whose calendar periods were resolved: its entries name the limiter's policies, not those.
-    const entries = cost !== PEEK && on === this.#set && this.#labels
+    // Its consume is synchronous, so the answer is the entries themselves.
+    if (cost !== PEEK && on === this.#set && this.#labels) {
+      let entries: readonly PolicyDecision[]
+      try {
+        entries = consumeEntries(this.store as MemoryStore, this.#stored(key), on, cost)
+      } catch (error) {
+        return this.#failed(key, cost, on, error)
+      }
+      if (this.#failing) this.#recovered(false)
+      return decisionOf(key, entries, 'store')
+    }
+    return this.#asked(key, cost, on, false)
+  }
+
+  /** `decide` on any store: its outcomes made into a decision; `probe`: the breaker's test of it. */
+  #asked(key: string, cost: number, on: PolicySet, probe: boolean): Awaitable<Decision> {
     let answer: Awaitable<readonly Outcome[]>
     try {
-      answer = entries
-        ? consumeEntries(this.store as MemoryStore, this.#stored(key), on, cost)
-        : this.#ask(this.store, key, cost, on)
+      answer = this.#ask(this.store, key, cost, on)
     } catch (error) {
       const decided = this.#failed(key, cost, on, error)
       if (probe) this.#countFailure(probe, error)
@@ -101,7 +113,6 @@ export class GuardedStore {
     }
     if (!isThenable(answer)) {
       if (this.#failing || probe) this.#recovered(probe)
-      if (entries) return decisionOf(key, answer as readonly PolicyDecision[], 'store')
       return this.#share === undefined
         ? toDecision(key, this.#policies, answer, 'store')
         : this.#shared(key, cost, on, answer as readonly Outcome[])
@@ -122,12 +133,12 @@ export class GuardedStore {
     )
   }
 
-  /** Resets the key's states of the set `on`. */
   /** The store's outcomes for `on` without consuming; failures reject (a read for display is not a decision). */
   async peek(key: string, on: PolicySet): Promise<readonly Outcome[]> {
     return this.settle(this.store.peek(this.#stored(key), on))
   }
 
+  /** Resets the key's states of the set `on`. */
   async reset(key: string, on: PolicySet): Promise<void> {
     await this.settle(this.store.reset(this.#stored(key), on))
   }
