@@ -42,7 +42,8 @@ export interface Guard {
  */
 export class GuardedStore {
   readonly store: Store
-  readonly #set: PolicySet
+  /** The limiter's set when the store is a MemoryStore that answers it in entries (see `consumeEntries`). */
+  readonly #entriesFor: PolicySet | undefined
   readonly #policies: readonly Policy[]
   /** The key as stored: the namespace's, so that ':' in a key can never reach another namespace. */
   readonly #stored: (key: string) => string
@@ -51,8 +52,6 @@ export class GuardedStore {
   readonly #breaker: Breaker | undefined
   readonly #warnings: Warnings
   readonly #emit: ((event: ObserveEvent) => void) | undefined
-  /** Whether the store's own `consume` is MemoryStore's (see `consumeEntries`). */
-  readonly #labels: boolean
   /** Whether decisions are coming from onStoreError rather than the store. */
   #failing = false
   /** A fallback that counts what the store admits (this process's share of each limit). */
@@ -60,7 +59,8 @@ export class GuardedStore {
 
   constructor(guard: Guard) {
     this.store = guard.store
-    this.#set = guard.set
+    // Only a store whose own `consume` is MemoryStore's (not a subclass's or a spy's).
+    this.#entriesFor = guard.store.consume === memoryConsume ? guard.set : undefined
     this.#policies = guard.set.policies
     const prefix = guard.namespace === undefined ? '' : `${guard.namespace}:`
     this.#stored = prefix === '' ? storedKey : (key) => prefix + storedKey(key)
@@ -70,7 +70,6 @@ export class GuardedStore {
     this.#breaker = guard.breaker
     this.#warnings = guard.warnings
     this.#emit = guard.emit
-    this.#labels = guard.store.consume === memoryConsume
   }
 
   /**
@@ -88,7 +87,7 @@ export class GuardedStore {
     // A MemoryStore makes each outcome as its Decision entry: no copy per policy. Not for a set
     // whose calendar periods were resolved: its entries name the limiter's policies, not those.
     // Its consume is synchronous, so the answer is the entries themselves.
-    if (cost !== PEEK && on === this.#set && this.#labels) {
+    if (on === this.#entriesFor && cost !== PEEK) {
       let entries: readonly PolicyDecision[]
       try {
         entries = consumeEntries(this.store as MemoryStore, this.#stored(key), on, cost)
