@@ -17,8 +17,9 @@ export const PEEK = 0
 /** How long a request denied by `onStoreError: 'deny'` is told to wait. */
 const DENY_ON_ERROR_RETRY_MS = 1000
 
-/** A MemoryStore's own `consume`: a store that has it (not a subclass's or a spy's) is asked through `consumeEntries`. */
+/** A MemoryStore's own `consume` and `peek`: a store that has both (not a subclass's or a spy's) is asked through `consumeEntries`. */
 const memoryConsume = MemoryStore.prototype.consume
+const memoryPeek = MemoryStore.prototype.peek
 
 /** What a `GuardedStore` is made of: the limiter's store and what it does when the store fails. */
 export interface Guard {
@@ -42,7 +43,11 @@ export interface Guard {
  */
 export class GuardedStore {
   readonly store: Store
-  /** The limiter's set when the store is a MemoryStore that answers it in entries (see `consumeEntries`). */
+  /**
+   * The limiter's set when the store is a MemoryStore that answers it in entries (see
+   * `consumeEntries`). Such a store answers every decision synchronously, so the breaker never
+   * opens on it (only asynchronous failures count).
+   */
   readonly #entriesFor: PolicySet | undefined
   readonly #policies: readonly Policy[]
   /** The key as stored: the namespace's, so that ':' in a key can never reach another namespace. */
@@ -59,8 +64,8 @@ export class GuardedStore {
 
   constructor(guard: Guard) {
     this.store = guard.store
-    // Only a store whose own `consume` is MemoryStore's (not a subclass's or a spy's).
-    this.#entriesFor = guard.store.consume === memoryConsume ? guard.set : undefined
+    const { consume, peek } = guard.store
+    this.#entriesFor = consume === memoryConsume && peek === memoryPeek ? guard.set : undefined
     this.#policies = guard.set.policies
     const prefix = guard.namespace === undefined ? '' : `${guard.namespace}:`
     this.#stored = prefix === '' ? storedKey : (key) => prefix + storedKey(key)
@@ -79,14 +84,9 @@ export class GuardedStore {
    * keys must not stop the limiting of the keys it holds.
    */
   decide(key: string, cost: number, on: PolicySet): Awaitable<Decision> {
-    const breaker = this.#breaker
-    if (breaker?.open) {
-      if (!breaker.tryProbe()) return this.#failed(key, cost, on, breaker.openError(), true)
-      return this.#asked(key, cost, on, true)
-    }
     // A MemoryStore makes each outcome as its Decision entry: no copy per policy. Not for a set
     // whose calendar periods were resolved: its entries name the limiter's policies, not those.
-    // Its consume is synchronous, so the answer is the entries themselves.
+    // Its consume is synchronous, so the answer is the entries themselves, and no breaker opens.
     if (on === this.#entriesFor && cost !== PEEK) {
       let entries: readonly PolicyDecision[]
       try {
@@ -96,6 +96,11 @@ export class GuardedStore {
       }
       if (this.#failing) this.#recovered(false)
       return decisionOf(key, entries, 'store')
+    }
+    const breaker = this.#breaker
+    if (breaker?.open) {
+      if (!breaker.tryProbe()) return this.#failed(key, cost, on, breaker.openError(), true)
+      return this.#asked(key, cost, on, true)
     }
     return this.#asked(key, cost, on, false)
   }
