@@ -12,10 +12,13 @@
  *
  * With --instructions each build runs each row in a child under valgrind's callgrind instead, as
  * `bench:core --instructions` does (one thread, fixed seeds, a clock that moves with the decisions),
- * counting the main thread's instructions over the measured decisions.
+ * counting the main thread's instructions over the measured decisions: 300 000 of them (the
+ * 1 s policies' sub-windows each turn over once), after 900 000 (V8 has compiled what they run)
+ * and a full collection (every run meets as many scavenges). The same count comes back run
+ * after run.
  *
  *   pnpm bench:core-ab --a /tmp/old/packages/core/dist/index.js [--b <dist>] [--rounds 20] [--ops 100000]
- *   pnpm bench:core-ab --a <dist> --instructions [--ops 50000]
+ *   pnpm bench:core-ab --a <dist> --instructions [--ops 300000]
  *
  * `--only <text>` runs the rows whose names hold it.
  */
@@ -34,7 +37,7 @@ const option = (name: string, fallback: string) => {
 const INSTRUCTIONS = args.includes('--instructions')
 const COUNTING = args.includes('--counting')
 const ROUNDS = Number(option('rounds', '20'))
-const OPS = Number(option('ops', INSTRUCTIONS ? '50000' : '100000'))
+const OPS = Number(option('ops', INSTRUCTIONS ? '300000' : '100000'))
 // Counted, past the first turns of the two-policy rows' 1 s sub-windows (300 000 decisions on the
 // counting clock), whose code V8 would otherwise compile inside the measured decisions.
 const WARM = Number(option('warm', INSTRUCTIONS || COUNTING ? '900000' : '300000'))
