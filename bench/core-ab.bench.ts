@@ -12,10 +12,13 @@
  *
  * With --instructions each build runs each row in a child under valgrind's callgrind instead, as
  * `bench:core --instructions` does (one thread, fixed seeds, a clock that moves with the decisions),
- * counting the main thread's instructions over the measured decisions.
+ * counting the main thread's instructions over the measured decisions: 300 000 of them (the
+ * 1 s policies' sub-windows each turn over once), after 900 000 (V8 has compiled what they run)
+ * and a full collection (every run meets as many scavenges). The same count comes back run
+ * after run.
  *
  *   pnpm bench:core-ab --a /tmp/old/packages/core/dist/index.js [--b <dist>] [--rounds 20] [--ops 100000]
- *   pnpm bench:core-ab --a <dist> --instructions [--ops 50000]
+ *   pnpm bench:core-ab --a <dist> --instructions [--ops 300000]
  *
  * `--only <text>` runs the rows whose names hold it.
  */
@@ -34,8 +37,10 @@ const option = (name: string, fallback: string) => {
 const INSTRUCTIONS = args.includes('--instructions')
 const COUNTING = args.includes('--counting')
 const ROUNDS = Number(option('rounds', '20'))
-const OPS = Number(option('ops', INSTRUCTIONS ? '50000' : '100000'))
-const WARM = Number(option('warm', '300000'))
+const OPS = Number(option('ops', INSTRUCTIONS ? '300000' : '100000'))
+// Counted, past the first turns of the two-policy rows' 1 s sub-windows (300 000 decisions on the
+// counting clock), whose code V8 would otherwise compile inside the measured decisions.
+const WARM = Number(option('warm', INSTRUCTIONS || COUNTING ? '900000' : '300000'))
 const A = resolve(option('a', ''))
 const B = resolve(option('b', fileURLToPath(new URL('../packages/core/dist/index.js', import.meta.url))))
 if (option('a', '') === '') throw new Error('--a <path to the other build’s dist/index.js> is required')
@@ -119,6 +124,9 @@ async function timedRow(row: string): Promise<void> {
 async function countedRow(dist: string, row: string): Promise<void> {
   const decide = await limiterOf(dist, row)
   await warm(decide)
+  // An empty young generation: the measured decisions see as many scavenges in every run.
+  ;(globalThis as { gc?: () => void }).gc?.()
+  execFileSync('callgrind_control', ['--instr=on', String(process.pid)])
   execFileSync('callgrind_control', ['--zero', String(process.pid)])
   await turn(decide)
   execFileSync('callgrind_control', ['--dump', String(process.pid)])
@@ -133,9 +141,12 @@ function instructions(script: string, dist: string, row: string): number {
         '--tool=callgrind',
         '--smc-check=all-non-file',
         '--separate-threads=yes',
+        // Instrumented from the measured decisions on: the warm-up runs several times faster.
+        '--instr-atstart=no',
         `--callgrind-out-file=${join(dir, 'out')}`,
         process.execPath,
         '--single-threaded',
+        '--expose-gc',
         '--hash-seed=1',
         '--random-seed=1',
         script,

@@ -96,8 +96,7 @@ function decideSlidingWindow(
   const start = alignedStart(now, size, state?.start)
   // A clock that steps back (NTP) must not read past the stored counts: treat it as no time passed.
   // Starts are multiples of `size`, so the shift is a whole number of sub-windows.
-  const shift =
-    state === undefined || ahead(state.start, start, policy.window) ? precision + 1 : shiftOf(state.start, start, size)
+  const shift = state === undefined ? precision + 1 : shiftOf(state.start, start, size, policy)
   const counts = state ?? EMPTY
   let total = 0
   if (shift <= precision) {
@@ -157,8 +156,9 @@ export const slidingWindowMeter: Meter<RunningWindow> = {
     }
     return decideSlidingWindow(state, now, policy, cost, label)
   },
-  take(state, now, { window, precision }, cost, spare) {
-    const size = window / precision
+  take(state, now, policy, cost, spare) {
+    const { precision } = policy
+    const size = policy.window / precision
     const start = alignedStart(now, size, state?.start)
     if (state === undefined) {
       if (spare === undefined) return runningWindow(start, cost, 0, cost, undefined)
@@ -170,7 +170,7 @@ export const slidingWindowMeter: Meter<RunningWindow> = {
       spare.total = cost
       return spare
     }
-    const shift = ahead(state.start, start, window) ? precision + 1 : shiftOf(state.start, start, size)
+    const shift = shiftOf(state.start, start, size, policy)
     if (shift > 0) slide(state, shift, precision)
     state.start = start
     state.newest += cost
@@ -282,29 +282,21 @@ export const refundSlidingWindow: Refund<SlidingWindowState> = (state, now, poli
 }
 
 /**
- * Sub-windows passed from `from` to `to` (both aligned starts); a clock that stepped back passes
- * none. Most decisions land in the same sub-window as the last: no division then.
+ * Sub-windows passed from `from` (a state's start) to `to` (both aligned starts). Most decisions
+ * land in the same sub-window as the last: no division, and no clock-step check, then. A clock
+ * that stepped back passes none (its counts stay where they are, as if no time passed); a state
+ * more than a window ahead comes from a clock that stepped back (or a glitch forward) and reads as
+ * no state (every sub-window passed), so such a step costs at most about a window.
  */
-/**
- * Whether a state's start lies more than a window after `start`: it comes from a clock that
- * stepped back (or a glitch forward) and reads as no state, so such a step costs at most about a
- * window. Up to a window ahead, its counts stay where they are (as if no time passed).
- */
-function ahead(stored: number, start: number, window: number): boolean {
-  return stored - start > window
-}
-
-function shiftOf(from: number, to: number, size: number): number {
-  return to === from ? 0 : Math.max(0, (to - from) / size)
+function shiftOf(from: number, to: number, size: number, { window, precision }: Policy): number {
+  if (to === from) return 0
+  return from - to > window ? precision + 1 : Math.max(0, (to - from) / size)
 }
 
 /** A new array of the counts as seen from the sub-window starting at `start`. */
 function shifted(state: SlidingWindowState | undefined, start: number, size: number, policy: Policy): number[] {
   const { precision } = policy
-  const shift =
-    state === undefined || ahead(state.start, start, policy.window)
-      ? precision + 1
-      : Math.max(0, (start - state.start) / size)
+  const shift = state === undefined ? precision + 1 : shiftOf(state.start, start, size, policy)
   // Native copies: most decisions land in the sub-window of the last one (shift 0).
   const counts = shift > precision ? [] : (state as SlidingWindowState).counts.slice(shift)
   while (counts.length <= precision) counts.push(0)

@@ -17,8 +17,9 @@ export const PEEK = 0
 /** How long a request denied by `onStoreError: 'deny'` is told to wait. */
 const DENY_ON_ERROR_RETRY_MS = 1000
 
-/** A MemoryStore's own `consume`: a store that has it (not a subclass's or a spy's) is asked through `consumeEntries`. */
+/** A MemoryStore's own `consume` and `peek`: a store that has both (not a subclass's or a spy's) is asked through `consumeEntries`. */
 const memoryConsume = MemoryStore.prototype.consume
+const memoryPeek = MemoryStore.prototype.peek
 
 /** What a `GuardedStore` is made of: the limiter's store and what it does when the store fails. */
 export interface Guard {
@@ -42,7 +43,12 @@ export interface Guard {
  */
 export class GuardedStore {
   readonly store: Store
-  readonly #set: PolicySet
+  /**
+   * The limiter's set when the store is a MemoryStore that answers it in entries (see
+   * `consumeEntries`). Such a store answers every decision synchronously, so the breaker never
+   * opens on it (only asynchronous failures count).
+   */
+  readonly #entriesFor: PolicySet | undefined
   readonly #policies: readonly Policy[]
   /** The key as stored: the namespace's, so that ':' in a key can never reach another namespace. */
   readonly #stored: (key: string) => string
@@ -51,8 +57,6 @@ export class GuardedStore {
   readonly #breaker: Breaker | undefined
   readonly #warnings: Warnings
   readonly #emit: ((event: ObserveEvent) => void) | undefined
-  /** Whether the store's own `consume` is MemoryStore's (see `consumeEntries`). */
-  readonly #labels: boolean
   /** Whether decisions are coming from onStoreError rather than the store. */
   #failing = false
   /** A fallback that counts what the store admits (this process's share of each limit). */
@@ -60,7 +64,8 @@ export class GuardedStore {
 
   constructor(guard: Guard) {
     this.store = guard.store
-    this.#set = guard.set
+    const { consume, peek } = guard.store
+    this.#entriesFor = consume === memoryConsume && peek === memoryPeek ? guard.set : undefined
     this.#policies = guard.set.policies
     const prefix = guard.namespace === undefined ? '' : `${guard.namespace}:`
     this.#stored = prefix === '' ? storedKey : (key) => prefix + storedKey(key)
@@ -70,7 +75,6 @@ export class GuardedStore {
     this.#breaker = guard.breaker
     this.#warnings = guard.warnings
     this.#emit = guard.emit
-    this.#labels = guard.store.consume === memoryConsume
   }
 
   /**
@@ -80,20 +84,32 @@ export class GuardedStore {
    * keys must not stop the limiting of the keys it holds.
    */
   decide(key: string, cost: number, on: PolicySet): Awaitable<Decision> {
-    const breaker = this.#breaker
-    let probe = false
-    if (breaker?.open) {
-      if (!breaker.tryProbe()) return this.#failed(key, cost, on, breaker.openError(), true)
-      probe = true
-    }
     // A MemoryStore makes each outcome as its Decision entry: no copy per policy. Not for a set
     // whose calendar periods were resolved: its entries name the limiter's policies, not those.
-    const entries = cost !== PEEK && on === this.#set && this.#labels
+    // Its consume is synchronous, so the answer is the entries themselves, and no breaker opens.
+    if (on === this.#entriesFor && cost !== PEEK) {
+      let entries: readonly PolicyDecision[]
+      try {
+        entries = consumeEntries(this.store as MemoryStore, this.#stored(key), on, cost)
+      } catch (error) {
+        return this.#failed(key, cost, on, error)
+      }
+      if (this.#failing) this.#recovered(false)
+      return decisionOf(key, entries, 'store')
+    }
+    const breaker = this.#breaker
+    if (breaker?.open) {
+      if (!breaker.tryProbe()) return this.#failed(key, cost, on, breaker.openError(), true)
+      return this.#asked(key, cost, on, true)
+    }
+    return this.#asked(key, cost, on, false)
+  }
+
+  /** `decide` on any store: its outcomes made into a decision; `probe`: the breaker's test of it. */
+  #asked(key: string, cost: number, on: PolicySet, probe: boolean): Awaitable<Decision> {
     let answer: Awaitable<readonly Outcome[]>
     try {
-      answer = entries
-        ? consumeEntries(this.store as MemoryStore, this.#stored(key), on, cost)
-        : this.#ask(this.store, key, cost, on)
+      answer = this.#ask(this.store, key, cost, on)
     } catch (error) {
       const decided = this.#failed(key, cost, on, error)
       if (probe) this.#countFailure(probe, error)
@@ -101,7 +117,6 @@ export class GuardedStore {
     }
     if (!isThenable(answer)) {
       if (this.#failing || probe) this.#recovered(probe)
-      if (entries) return decisionOf(key, answer as readonly PolicyDecision[], 'store')
       return this.#share === undefined
         ? toDecision(key, this.#policies, answer, 'store')
         : this.#shared(key, cost, on, answer as readonly Outcome[])
@@ -122,12 +137,12 @@ export class GuardedStore {
     )
   }
 
-  /** Resets the key's states of the set `on`. */
   /** The store's outcomes for `on` without consuming; failures reject (a read for display is not a decision). */
   async peek(key: string, on: PolicySet): Promise<readonly Outcome[]> {
     return this.settle(this.store.peek(this.#stored(key), on))
   }
 
+  /** Resets the key's states of the set `on`. */
   async reset(key: string, on: PolicySet): Promise<void> {
     await this.settle(this.store.reset(this.#stored(key), on))
   }
