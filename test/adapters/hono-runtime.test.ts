@@ -117,7 +117,7 @@ describe('@sluice/hono responses', () => {
     for (const file of [
       'client-ip',
       'headers',
-      'options',
+      'common-options',
       'problem',
       'rate-limit',
       'concurrency',

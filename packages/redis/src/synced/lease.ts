@@ -111,6 +111,8 @@ export class Lease {
   alone: { readonly share: PolicySet; states: readonly (AlgorithmState | undefined)[] } | undefined
   /** Until this local time a request is denied here: an exact take was refused (as RedisStore's denied cache). */
   deniedUntil = 0
+  /** When that take was refused: a clock read before it (the decision clock corrected back) ends the denial. */
+  deniedAt = 0
   readonly demand: Demand
   exact = false
   /** Units the last take asked for (the next asks more). */
@@ -172,6 +174,7 @@ export class Lease {
     )
     let retry = 0
     for (const o of denied) if (!o.allowed) retry = Math.max(retry, o.retryAfter)
+    this.deniedAt = now
     this.deniedUntil = now + retry
     return denied
   }

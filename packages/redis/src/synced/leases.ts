@@ -247,7 +247,8 @@ export class Leases {
    * denied. Through the lease script, so a state Redis forgot is rebuilt first (see LEASE_LUA).
    */
   #exactly(lease: Lease, cost: number): readonly Outcome[] | Promise<readonly Outcome[]> {
-    if (this.#local() < lease.deniedUntil) return lease.refuse(this.#local(), cost)
+    const local = this.#local()
+    if (local >= lease.deniedAt && local < lease.deniedUntil) return lease.refuse(local, cost)
     const ops: Op[] = []
     for (const [index, held] of lease.held.entries()) {
       if (held < cost) ops.push({ lease, index, amount: cost - held, mode: LEASE_MODE.whole })
