@@ -28,18 +28,23 @@ describe.skipIf(!available)("stores on Redis's own clock when it glitches an hou
   })
 
   /**
-   * Spends the key's quota (10 per 2 s) while Redis's clock is an hour ahead (the eleventh request
-   * denied), corrects Redis's clock, and asks again at once: that denial and the first answer after.
+   * Spends the key's quota (10 per 2 s) while Redis's clock is an hour ahead, until a request is
+   * denied; corrects Redis's clock, and asks again at once: that denial and the first answer after.
    * `follow` waits, after each step, until the store decides on Redis's clock as it now reads.
    */
-  async function spendDuringGlitch(store: Store, algorithm: AlgorithmName, follow = async (_shift: number) => {}) {
+  async function spendDuringGlitch(
+    store: Store,
+    algorithm: AlgorithmName,
+    follow: (shift: number) => Promise<unknown> = async () => {},
+  ) {
     const limiter = createLimiter({ limits: { limit: 10, window: WINDOW_MS, algorithm }, store })
     // A decision before the glitch (it starts a SyncedStore's sync loop).
     await limiter.consume('before')
     await redis.shift(HOUR)
     await follow(HOUR)
-    const admitted: boolean[] = []
-    for (let i = 0; i < 11; i++) admitted.push((await limiter.consume('k')).allowed)
+    // Until a request is denied: at least the limit (more when a window turns or a bucket refills meanwhile).
+    let admitted = 0
+    while ((await limiter.consume('k')).allowed && admitted < 100) admitted++
     await redis.shift(0)
     await follow(0)
     const first: Decision = await limiter.consume('k')
@@ -47,12 +52,18 @@ describe.skipIf(!available)("stores on Redis's own clock when it glitches an hou
   }
 
   const spent = [...Array(10).fill(true), false]
+  /** The glitch spent the quota: the limit at least, and a denial came. */
+  function expectSpent(admitted: number): void {
+    expect(admitted).toBeGreaterThanOrEqual(10)
+    expect(admitted).toBeLessThan(100)
+  }
+
   const algorithms: AlgorithmName[] = ['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket', 'gcra']
 
   it.each(algorithms)('%s: RedisStore without its denied cache admits at once once corrected', async (algorithm) => {
     const store = new RedisStore({ client, prefix: uniquePrefix(`redis-glitch-${algorithm}`), deniedCache: false })
     const { admitted, first } = await spendDuringGlitch(store, algorithm)
-    expect(admitted).toEqual(spent)
+    expectSpent(admitted)
     // The glitch's state lies an hour ahead of the corrected clock: the scripts read it as none.
     expect(first.allowed).toBe(true)
   })
@@ -62,7 +73,7 @@ describe.skipIf(!available)("stores on Redis's own clock when it glitches an hou
     async (algorithm) => {
       const store = new RedisStore({ client, prefix: uniquePrefix(`redis-glitch-cached-${algorithm}`) })
       const { admitted, first, again } = await spendDuringGlitch(store, algorithm)
-      expect(admitted).toEqual(spent)
+      expectSpent(admitted)
       // Answered here without asking Redis, whose correction this process cannot see without a
       // round trip: the denial holds for what is left of the retryAfter Redis gave in the glitch,
       // on the monotonic clock.
@@ -84,7 +95,7 @@ describe.skipIf(!available)("stores on Redis's own clock when it glitches an hou
         const follow = (shift: number) =>
           until(() => Math.abs(store.now() - Date.now() - shift) < 1000, { timeout: 5000 })
         const { admitted, first } = await spendDuringGlitch(store, algorithm, follow)
-        expect(admitted).toEqual(spent)
+        expectSpent(admitted)
         expect(first.allowed).toBe(true)
       } finally {
         await store.close()
