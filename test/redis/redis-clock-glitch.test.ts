@@ -51,7 +51,6 @@ describe.skipIf(!available)("stores on Redis's own clock when it glitches an hou
     return { admitted, first, again: () => limiter.consume('k') }
   }
 
-  const spent = [...Array(10).fill(true), false]
   /** The glitch spent the quota: the limit at least, and a denial came. */
   function expectSpent(admitted: number): void {
     expect(admitted).toBeGreaterThanOrEqual(10)
