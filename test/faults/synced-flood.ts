@@ -5,7 +5,7 @@
 // hashes held. Part of `pnpm test:faults` (long.ts); each run is 30 s.
 import { Redis } from 'ioredis'
 import { startRedisServer } from '../support/redis.js'
-import { countOf, runFleet, totalsInRedis } from '../synced/fleet.js'
+import { countOf, keepingHashes, runFleet, totalsInRedis } from '../synced/fleet.js'
 import type { WorkerPlan } from '../synced/plan.js'
 
 const LIMIT = 100
@@ -48,7 +48,8 @@ export async function runSyncedFlood(): Promise<FloodRow[]> {
         seed: 1 + i,
         maxKeys: MAX_KEYS,
       }))
-      const results = await runFleet(plans)
+      // The hot key's hashes must outlive the run for the read below (see keepingHashes).
+      const results = await keepingHashes(client, prefix, () => runFleet(plans), 'hot:0')
       const hot = [...((await totalsInRedis(client, prefix)).get('hot:0') ?? new Map())]
       let mostInWindow = 0
       for (const [start] of hot) {

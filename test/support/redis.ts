@@ -70,6 +70,8 @@ export interface StartOptions {
   /** Reuse a port, e.g. to restart a server where clients expect it. Default: a free port. */
   port?: number
   args?: string[]
+  /** Added to the server's environment (e.g. a clock shim, see shifted-clock.ts). */
+  env?: Record<string, string>
 }
 
 /** Starts a private, diskless redis-server (DEBUG allowed) and waits until it answers. */
@@ -77,25 +79,29 @@ export async function startRedisServer(options: StartOptions = {}): Promise<Redi
   const port = options.port ?? (await freePort())
   const dir = await mkdtemp(join(tmpdir(), 'sluice-redis-'))
   const pidfile = join(dir, 'redis.pid')
-  await run('redis-server', [
-    '--port',
-    String(port),
-    '--bind',
-    '127.0.0.1',
-    '--save',
-    '',
-    '--appendonly',
-    'no',
-    '--daemonize',
-    'yes',
-    '--dir',
-    dir,
-    '--pidfile',
-    pidfile,
-    '--enable-debug-command',
-    'yes',
-    ...(options.args ?? []),
-  ])
+  await run(
+    'redis-server',
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--daemonize',
+      'yes',
+      '--dir',
+      dir,
+      '--pidfile',
+      pidfile,
+      '--enable-debug-command',
+      'yes',
+      ...(options.args ?? []),
+    ],
+    options.env === undefined ? {} : { env: { ...process.env, ...options.env } },
+  )
   await until(() => answersPing('127.0.0.1', port), { what: `redis-server on port ${port}` })
   let pid = 0
   await until(

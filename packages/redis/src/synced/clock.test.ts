@@ -44,6 +44,27 @@ describe('SyncClock: window time follows Redis, not a stepped local clock', () =
     })
   }
 
+  it("Redis's clock steps: a slower reply that cannot agree with the kept offset is taken at once, one that can is not", () => {
+    const local = clocks()
+    const clock = new SyncClock(undefined, local)
+    clock.measure(local.wall(), local.wall() + 2, local.wall() + 1 + SERVER_AHEAD)
+    local.advance(1_000)
+    // 40 ms round trip, its midpoint 15 ms off the kept offset: within the two errors (1 + 20), kept.
+    let asked = local.wall()
+    clock.measure(asked, asked + 40, asked + 20 + SERVER_AHEAD + 15)
+    expect(clock.time()).toBe(local.wall() + SERVER_AHEAD)
+    // Redis's clock an hour ahead: no round trip explains that, taken at once.
+    local.advance(1_000)
+    asked = local.wall()
+    clock.measure(asked, asked + 40, asked + 20 + SERVER_AHEAD + 3_600_000)
+    expect(clock.time()).toBe(local.wall() + SERVER_AHEAD + 3_600_000)
+    // Corrected back a second later: taken at once again.
+    local.advance(1_000)
+    asked = local.wall()
+    clock.measure(asked, asked + 40, asked + 20 + SERVER_AHEAD)
+    expect(clock.time()).toBe(local.wall() + SERVER_AHEAD)
+  })
+
   it('timers that fire late move both clocks alike: not a step', () => {
     const local = clocks()
     const clock = new SyncClock(undefined, local)

@@ -71,12 +71,17 @@ export class SyncClock {
 
   /**
    * Keeps the offset from the sync with the shortest round trip (a busy event loop that reads a
-   * reply late skews the midpoint), and a fresh one once it is 10 s old, as clocks drift.
+   * reply late skews the midpoint), and a fresh one once it is 10 s old, as clocks drift; at once
+   * when the two cannot both be right (each within its error): Redis's clock stepped (NTP, a
+   * failover to a replica whose clock differs), and window time follows it now, not 10 s later
+   * (meanwhile every exact script would run past its deadline, see `deadline`).
    */
   measure(asked: number, answered: number, server: number): void {
     const error = (answered - asked) / 2
-    if (error > this.#error && answered - this.#measuredAt < OFFSET_KEPT_MS) return
-    this.#offset = server - (asked + answered) / 2
+    const offset = server - (asked + answered) / 2
+    const agrees = Math.abs(offset - this.#offset) <= error + this.#error
+    if (agrees && error > this.#error && answered - this.#measuredAt < OFFSET_KEPT_MS) return
+    this.#offset = offset
     this.#error = error
     this.#measuredAt = answered
   }

@@ -8,23 +8,48 @@ const DENIED_HERE = 1
 const DENIED_SENT = 2
 const DENIED_ANYWHERE = 4
 
+const HEARD = 1
+const PENDING = 2
+
 /** Hashes outlive their last estimate by this much, so a late flush still finds them. */
 const KEEP_SLACK_MS = 5000
+
+/**
+ * A sub-window's refunds and exact admissions, with what Redis acknowledged of them: most keys are
+ * far from their limit and refund nothing, and a sub-window holds none of it (24 bytes a
+ * sub-window, `pnpm bench:memory`).
+ */
+class Rarer {
+  refunded = 0
+  exact = 0
+  sentRefunded = 0
+  sentExact = 0
+}
+
+/**
+ * What a sub-window knows of the other nodes' growth: most keys are counted on one node, where all
+ * of it stays 0 and a sub-window holds none of it (32 bytes a sub-window, `pnpm bench:memory`).
+ */
+class OthersGrowth {
+  /** See `SubWindow.othersRate`. */
+  rate = 0
+  /** See `SubWindow.othersFloor`. */
+  floor = 0
+  /** The others' count the rate is measured from (heard at `SubWindow`'s base time). */
+  base = 0
+}
 
 /**
  * One sub-window of one policy for one key (for a fixed window, the window itself): this node's
  * running totals, what Redis holds of them, and the global count at the last reply.
  */
 export class SubWindow {
-  /** This node's running totals: they only grow. `admitted` counts local decisions only. */
+  /** This node's running total of local admissions: it only grows. */
   admitted = 0
-  refunded = 0
-  /** Admitted by exact decisions (Redis counted them in this node's `x:` field). */
-  exact = 0
-  /** The totals Redis has acknowledged for this node. */
+  /** The part of it Redis has acknowledged. */
   sentAdmitted = 0
-  sentRefunded = 0
-  sentExact = 0
+  /** Refunds and exact admissions (see `Rarer`), made the first time either is not 0. */
+  #rarer: Rarer | undefined
   /** DENIED_HERE, DENIED_SENT and DENIED_ANYWHERE: one field for three flags (16 bytes a sub-window, `pnpm bench:memory`). */
   #denials = 0
   /** Σ over nodes at the last reply, and this node's part of it then. */
@@ -32,18 +57,11 @@ export class SubWindow {
   mineInGlobal = 0
   /** Units asked for here (admitted or not): this node's offered load, to project the others'. */
   asked = 0
-  /** How fast the other nodes' count grew (units per ms), from the last two replies: a projection of what they add unseen. */
-  othersRate = 0
   /** Window time at which the last reply's sync was sent (what the global count is as of). */
   heardAt = Number.NEGATIVE_INFINITY
-  /**
-   * The others' count as this node knew it when Redis became unreachable or lost its keys: their
-   * counts stay in the estimate until a reply shows Redis holds at least as much of them again (a
-   * Redis restarted empty otherwise reports only what the nodes that resent first have sent).
-   */
-  othersFloor = 0
-  /** The others' count the rate is measured from, and when. */
-  #baseOthers = 0
+  /** The others' growth, made the first time any of it is not 0 (see `OthersGrowth`). */
+  #others: OthersGrowth | undefined
+  /** When the others' count the rate is measured from was heard. */
   #baseAt: number
 
   constructor(
@@ -52,6 +70,58 @@ export class SubWindow {
     readonly start: number,
   ) {
     this.#baseAt = start
+  }
+
+  /** This node's running total of refunds: it only grows. */
+  get refunded(): number {
+    return this.#rarer?.refunded ?? 0
+  }
+
+  /** Admitted by exact decisions (Redis counted them in this node's `x:` field): it only grows. */
+  get exact(): number {
+    return this.#rarer?.exact ?? 0
+  }
+
+  /** The part of `refunded` Redis has acknowledged. */
+  get sentRefunded(): number {
+    return this.#rarer?.sentRefunded ?? 0
+  }
+
+  /** The part of `exact` Redis has acknowledged. */
+  get sentExact(): number {
+    return this.#rarer?.sentExact ?? 0
+  }
+
+  #rare(): Rarer {
+    this.#rarer ??= new Rarer()
+    return this.#rarer
+  }
+
+  /** How fast the other nodes' count grew (units per ms), from the last two replies: a projection of what they add unseen. */
+  get othersRate(): number {
+    return this.#others?.rate ?? 0
+  }
+
+  set othersRate(rate: number) {
+    if (rate !== 0 || this.#others !== undefined) this.#growth().rate = rate
+  }
+
+  /**
+   * The others' count as this node knew it when Redis became unreachable or lost its keys: their
+   * counts stay in the estimate until a reply shows Redis holds at least as much of them again (a
+   * Redis restarted empty otherwise reports only what the nodes that resent first have sent).
+   */
+  get othersFloor(): number {
+    return this.#others?.floor ?? 0
+  }
+
+  set othersFloor(floor: number) {
+    if (floor !== 0 || this.#others !== undefined) this.#growth().floor = floor
+  }
+
+  #growth(): OthersGrowth {
+    this.#others ??= new OthersGrowth()
+    return this.#others
   }
 
   /** Denied here (a decision on this node found the sub-window full). */
@@ -87,8 +157,8 @@ export class SubWindow {
       else others = this.othersFloor
     }
     if (at - this.#baseAt >= interval) {
-      this.othersRate = Math.max(0, others - this.#baseOthers) / (at - this.#baseAt)
-      this.#baseOthers = others
+      this.othersRate = Math.max(0, others - (this.#others?.base ?? 0)) / (at - this.#baseAt)
+      if (others !== 0 || this.#others !== undefined) this.#growth().base = others
       this.#baseAt = at
     }
     this.heardAt = Math.max(this.heardAt, at)
@@ -100,8 +170,11 @@ export class SubWindow {
   /** Redis holds these totals of this node's now (and its denial, when `denied`). */
   acknowledge(admitted: number, refunded: number, exact: number, denied: boolean): void {
     this.sentAdmitted = Math.max(this.sentAdmitted, admitted)
-    this.sentRefunded = Math.max(this.sentRefunded, refunded)
-    this.sentExact = Math.max(this.sentExact, exact)
+    const rarer = this.#rarer
+    if (rarer !== undefined) {
+      rarer.sentRefunded = Math.max(rarer.sentRefunded, refunded)
+      rarer.sentExact = Math.max(rarer.sentExact, exact)
+    }
     if (denied) this.#denials |= DENIED_SENT
   }
 
@@ -113,8 +186,10 @@ export class SubWindow {
   /** Redis lost its keys: nothing of this node's is there any more, so all of it is news again. */
   forgetSent(): void {
     this.sentAdmitted = 0
-    this.sentRefunded = 0
-    this.sentExact = 0
+    if (this.#rarer !== undefined) {
+      this.#rarer.sentRefunded = 0
+      this.#rarer.sentExact = 0
+    }
     this.#denials &= ~DENIED_SENT
   }
 
@@ -130,8 +205,9 @@ export class SubWindow {
 
   /** Admitted by an exact decision: Redis counted it already. */
   countExact(cost: number): void {
-    this.exact += cost
-    this.sentExact += cost
+    const rarer = this.#rare()
+    rarer.exact += cost
+    rarer.sentExact += cost
     this.global += cost
     this.mineInGlobal += cost
   }
@@ -139,7 +215,7 @@ export class SubWindow {
   /** Takes up to `cost` off this node's count; returns what it took. */
   refund(cost: number): number {
     const taken = Math.min(cost, this.mine)
-    this.refunded += taken
+    if (taken !== 0) this.#rare().refunded += taken
     return taken
   }
 
@@ -233,16 +309,17 @@ export class PolicyCounters {
   limit: number
   /** How many entries (key and set) hold these counters; the store forgets them with the last. */
   holders = 0
-  /** Redis has answered for this key (a sync or an exact call) since this node began counting it. */
-  heard = false
-  /** Waiting in the sync loop's list of what changed here since the last sync, and since when (window time). */
-  pending = false
-  pendingSince = 0
+  /** HEARD and PENDING: one field for two flags (8 bytes a key and policy, `pnpm bench:memory`). */
+  #flags = 0
   /** Window time of the last decision on this key here. */
   usedAt = Number.NEGATIVE_INFINITY
-  /** This node's offered rate (units per ms) in the newest sub-window dropped so far, and its start. */
-  #lastRate = 0
-  #lastRateStart = Number.NEGATIVE_INFINITY
+  /**
+   * Units asked for here in the newest sub-window dropped so far, and its start: this node's offered
+   * rate there is the first over the span (a count, not the rate: V8 boxes a fractional field, 16
+   * bytes a key and policy).
+   */
+  #lastAsked = 0
+  #lastAskedStart = Number.NEGATIVE_INFINITY
 
   constructor(
     readonly shape: PolicyShape,
@@ -258,6 +335,24 @@ export class PolicyCounters {
     readonly incarnation = 0,
   ) {
     this.limit = limit
+  }
+
+  /** Redis has answered for this key (a sync or an exact call) since this node began counting it. */
+  get heard(): boolean {
+    return (this.#flags & HEARD) !== 0
+  }
+
+  set heard(heard: boolean) {
+    this.#flags = heard ? this.#flags | HEARD : this.#flags & ~HEARD
+  }
+
+  /** Waiting in the sync loop's list of what changed here since the last sync. */
+  get pending(): boolean {
+    return (this.#flags & PENDING) !== 0
+  }
+
+  set pending(pending: boolean) {
+    this.#flags = pending ? this.#flags | PENDING : this.#flags & ~PENDING
   }
 
   /** The policy id these counters are kept under. */
@@ -321,8 +416,8 @@ export class PolicyCounters {
     const elapsed = now - start
     let rate: number
     if (previous !== undefined) rate = ((current?.asked ?? 0) + previous.asked) / (elapsed + span)
-    else if (this.#lastRateStart >= start - 2 * span)
-      rate = ((current?.asked ?? 0) + this.#lastRate * span) / (elapsed + span)
+    else if (this.#lastAskedStart >= start - 2 * span)
+      rate = ((current?.asked ?? 0) + this.#lastAsked) / (elapsed + span)
     // No history: the rate so far in this sub-window, over at least an interval.
     else rate = (current?.asked ?? 0) / Math.max(elapsed, interval)
     const since = now - Math.max(current?.heardAt ?? start, start)
@@ -444,9 +539,9 @@ export class PolicyCounters {
     for (let i = windows.length - 1; i >= 0; i--) {
       const w = windows[i] as SubWindow
       if (!this.live(w, now) && !w.dirty) {
-        if (w.start > this.#lastRateStart) {
-          this.#lastRate = w.asked / this.geometry.span
-          this.#lastRateStart = w.start
+        if (w.start > this.#lastAskedStart) {
+          this.#lastAsked = w.asked
+          this.#lastAskedStart = w.start
         }
       } else kept++
     }

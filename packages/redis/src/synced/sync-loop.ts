@@ -63,8 +63,12 @@ export class SyncLoop {
   #timer: ReturnType<typeof setInterval> | undefined
   #syncing: Promise<void> | undefined
   #closed = false
-  /** Counters decided here since the last sync (each once: `pending`). */
+  /**
+   * Counters decided here since the last sync (each once: `pending`), and the window time each was
+   * first decided at since (kept here, not on every key's counters: only changed keys have one).
+   */
   #changed: PolicyCounters[] = []
+  #changedSince: number[] = []
   /** Counters used here lately whose count is near their limit: read at every sync while so. */
   readonly #watched = new Set<PolicyCounters>()
   #lastTick = Number.NEGATIVE_INFINITY
@@ -119,8 +123,8 @@ export class SyncLoop {
     counters.usedAt = now
     if (counters.pending) return
     counters.pending = true
-    counters.pendingSince = now
     this.#changed.push(counters)
+    this.#changedSince.push(now)
   }
 
   /** The timer starts with the first decision, never at import or construction; it never keeps a process alive. */
@@ -284,14 +288,15 @@ export class SyncLoop {
       }
     }
     const changed = this.#changed
-    this.#changed = []
+    const since = this.#changedSince
     this.#resendDue = false
     // Held news goes all together once any of it is due (or anything else is sent): a call then
     // carries many keys, rather than a call every interval for the one or two whose hold ended.
-    const holding = !all && changed.every((counters) => this.#holds(counters, now))
-    for (const counters of changed) {
-      if (holding) this.#changed.push(counters)
-      else {
+    const holding = !all && changed.every((counters, i) => this.#holds(counters, since[i] as number, now))
+    if (!holding) {
+      this.#changed = []
+      this.#changedSince = []
+      for (const counters of changed) {
         counters.pending = false
         add(counters)
       }
@@ -363,11 +368,11 @@ export class SyncLoop {
    * Whether a changed key's news may wait for a later sync: a little of it, not for long, on a key
    * that stays far from its limit even if every node went on at this node's rate for the hold.
    */
-  #holds(counters: PolicyCounters, now: number): boolean {
+  #holds(counters: PolicyCounters, since: number, now: number): boolean {
     const { span } = counters.geometry
     const live = this.fleet.liveNodes
     const hold = Math.min(HOLD_MS * live, span / 10)
-    if (span < HOLD_SPAN_MS || now - counters.pendingSince >= hold) return false
+    if (span < HOLD_SPAN_MS || now - since >= hold) return false
     if (counters.unsent(now) >= HOLD_UNITS) return false
     const current = counters.find(counters.currentStart(now))
     const estimate = current?.estimate ?? 0
