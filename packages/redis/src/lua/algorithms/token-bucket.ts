@@ -135,19 +135,22 @@ local function bucketCold(state, now, limit, window, burst, warmup, coldFactor)
   local fullAt = u + (b * window - t) / l
   return cooled(math.min(k, maxColdOf(limit, window, warmup, coldFactor)), now - fullAt, limit, window, warmup, coldFactor)
 end
+-- As core's takeWarmBucket: tokens, coldness and backlog at now; a bucket updated more than a
+-- window after now reads as a new one.
+local function takeBucket(state, now, limit, window, burst, warmup, coldFactor)
+  local capacity = burst * window
+  if state then
+    local t, u = storedTokens(state, now, limit, window, burst)
+    if u - now <= window then
+      return t, bucketCold(state, now, limit, window, burst, warmup, coldFactor), (capacity - t) / limit
+    end
+  end
+  return capacity, maxColdOf(limit, window, warmup, coldFactor), 0
+end
 `,
   decide: `
     local warmup, coldFactor = ${policyLua('i', ['warmup', 'coldFactor'])}
-    local capacity = burst * window
-    -- As core's takeWarmBucket: a bucket updated more than a window after now reads as a new one.
-    local tokens, cold, backlog = capacity, warm.maxColdOf(limit, window, warmup, coldFactor), 0
-    if state then
-      local t, u = storedTokens(state, now, limit, window, burst)
-      if u - now <= window then
-        tokens, cold = t, warm.bucketCold(state, now, limit, window, burst, warmup, coldFactor)
-        backlog = (capacity - tokens) / limit
-      end
-    end
+    local tokens, cold, backlog = warm.takeBucket(state, now, limit, window, burst, warmup, coldFactor)
     local ok, remaining, resetAfter, retryAfter, delay = warm.decideWarm(backlog, cold, c, limit, window, burst, maxDelay, warmup, coldFactor)
     if not ok then return ok, remaining, resetAfter, retryAfter, delay end
     return true, remaining, resetAfter, retryAfter, delay,
@@ -164,20 +167,11 @@ end
   // As a consume would write; it drains when the state is as a new key's (refilled, then cooled).
   penalize: `
     local warmup, coldFactor = ${policyLua('i', ['warmup', 'coldFactor'])}
-    local capacity = burst * window
-    -- As core's takeWarmBucket: a bucket updated more than a window after now reads as a new one.
-    local tokens, cold, backlog = capacity, warm.maxColdOf(limit, window, warmup, coldFactor), 0
-    if state then
-      local t, u = storedTokens(state, now, limit, window, burst)
-      if u - now <= window then
-        tokens, cold = t, warm.bucketCold(state, now, limit, window, burst, warmup, coldFactor)
-        backlog = (capacity - tokens) / limit
-      end
-    end
+    local tokens, cold = warm.takeBucket(state, now, limit, window, burst, warmup, coldFactor)
     local nextTokens = tokens - warm.coldCost(cold, c, limit, window, warmup, coldFactor) * limit
     local left = cold - math.min(c, cold)
     local maxCold = warm.maxColdOf(limit, window, warmup, coldFactor)
     return struct.pack('<ddddd', nextTokens, now, burst, limit, left),
-      math.ceil((capacity - nextTokens) / limit + ((maxCold - left) * warmup) / maxCold)
+      math.ceil((burst * window - nextTokens) / limit + ((maxCold - left) * warmup) / maxCold)
 `,
 }

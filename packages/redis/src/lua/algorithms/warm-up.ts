@@ -76,7 +76,7 @@ end
  * WARM_TOKEN_BUCKET's and WARM_GCRA's `functions`.
  */
 export function makeWarmLua(bucketFunctions: string, decide: boolean): string {
-  const names = ['maxColdOf', 'cooled', 'coldCost', 'bucketCold', 'warmBacklogOf', 'gcraCold']
+  const names = ['maxColdOf', 'cooled', 'coldCost', 'bucketCold', 'takeBucket', 'warmBacklogOf', 'gcraCold']
   if (decide) names.push('decideWarm')
   return `
     if not warm then
