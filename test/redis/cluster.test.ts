@@ -71,6 +71,28 @@ describe.skipIf(!available).each(CLIENTS)('RedisStore on a 3-master Cluster, $na
     await Promise.all([...keys, 'warm-up'].map((key) => store.reset(key, set)))
   })
 
+  it('applies a refund before a peek sent behind it on a shard its script has not run on yet', async () => {
+    const store = new RedisStore({ client, prefix: `first-refund-${kind.name}:`, deniedCache: false, now: () => 1 })
+    const set = parsePolicies([{ limit: 5, window: 60_000, algorithm: 'fixed-window' }])
+    const nodeOf = async (key: string) => {
+      const slot = Number(await admin.cluster('KEYSLOT', store.keysOf(key, set)[0] as string))
+      return admin.slots[slot]?.[0]
+    }
+    // Two client keys on two shards: the refund script runs on the first before the second sees it.
+    const first = 'shard-a'
+    let other = 'shard-b-0'
+    for (let i = 1; (await nodeOf(other)) === (await nodeOf(first)); i++) other = `shard-b-${i}`
+    const masters = admin.nodes('master')
+    await Promise.all(masters.map((node) => node.script('FLUSH')))
+    for (const key of [first, other]) await store.consume(key, set, 3)
+    await store.refund(first, set, 1)
+    const refunded = store.refund(other, set, 1)
+    const after = store.peek(other, set)
+    await refunded
+    expect((await after).map((o) => o.remaining)).toEqual([3])
+    await Promise.all([first, other].map((key) => store.reset(key, set)))
+  })
+
   it('heals NOSCRIPT on every shard without counting a request twice', async () => {
     const masters = admin.nodes('master')
     expect(masters).toHaveLength(3)

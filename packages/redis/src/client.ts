@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto'
 import { ConfigError } from '@sluice/core'
+import { keySlot } from './synced/slot.js'
 
 /**
  * An ioredis or iovalkey `Redis` or `Cluster`, as sluice recognises it: an `evalsha` method and a
@@ -57,6 +58,11 @@ export interface ScriptClient {
    * and says why: a node-redis client not connected, an ioredis client not yet `ready`.
    */
   explain(error: unknown): unknown
+  /**
+   * The node a call on `keys` goes to, as the client's slot map says now: '' when not a Cluster,
+   * or while the map does not know the slot yet.
+   */
+  nodeOf(keys: readonly string[]): string
   evalsha(sha: string, keys: readonly string[], args: readonly Arg[], binary: boolean): Promise<unknown>
   eval(source: string, keys: readonly string[], args: readonly Arg[], binary: boolean): Promise<unknown>
   del(keys: readonly string[]): Promise<unknown>
@@ -64,7 +70,7 @@ export interface ScriptClient {
 
 /**
  * Runs a script on `client`, keeping the client's script calls in the order they were issued (see
- * ScriptOrder): EVALSHA for a script that has run since the node last answered NOSCRIPT, else EVAL,
+ * ScriptOrder): EVALSHA for a script that has run on the call's node since the last NOSCRIPT, else EVAL,
  * which loads it. NOSCRIPT means the script did not run, so its retry never counts a request twice.
  * On a Cluster every call goes to the node owning the keys' slot, so every node heals itself.
  */
@@ -89,9 +95,10 @@ const orders = new WeakMap<object, ScriptOrder>()
 /**
  * One library client's script calls (every store on it), applied by Redis in the order they were issued, across NOSCRIPT (a
  * restart, SCRIPT FLUSH, a new Cluster shard). Two rules keep the order and the EVALSHA fast path:
- * - Load before use: a script's first call goes as EVAL, and again its first after any NOSCRIPT
- *   (calls behind it on the connection find it). Otherwise a refund's EVALSHA could miss its script on a node that has the decision's,
- *   and a peek sent behind it would run before the refund's retry and read the state before it.
+ * - Load before use: a script's first call on each node goes as EVAL, and again its first after any
+ *   NOSCRIPT (calls behind it on the connection find it). Otherwise a refund's EVALSHA could miss its
+ *   script on a node that has the decision's (on a Cluster: a shard no refund has reached yet), and
+ *   a peek sent behind it would run before the refund's retry and read the state before it.
  * - Retry in order: after a NOSCRIPT, calls issued meanwhile wait until every call sent before has
  *   answered, each NOSCRIPT among them sent again as EVAL the moment it answers (in the order they
  *   were sent); only then do the waiting calls go, in the order they were issued.
@@ -99,8 +106,8 @@ const orders = new WeakMap<object, ScriptOrder>()
  * client's calls already sent, the first of which answers NOSCRIPT.
  */
 class ScriptOrder {
-  /** SHAs of the scripts sent as EVAL since the last NOSCRIPT: EVALSHA finds them. */
-  readonly #loaded = new Set<string>()
+  /** By node (see `nodeOf`), the SHAs of the scripts sent to it as EVAL since its last NOSCRIPT: EVALSHA finds them. */
+  readonly #loaded = new Map<string, Set<string>>()
   /** Calls sent and not yet answered (a retry is not counted: EVAL never answers NOSCRIPT). */
   #unanswered = 0
   /** While recovering from NOSCRIPT, the calls issued meanwhile, in order. */
@@ -126,11 +133,17 @@ class ScriptOrder {
     binary: boolean,
   ): Promise<unknown> {
     this.#unanswered++
+    const node = client.nodeOf(keys)
+    let loaded = this.#loaded.get(node)
+    if (loaded === undefined) {
+      loaded = new Set()
+      this.#loaded.set(node, loaded)
+    }
     let call: Promise<unknown>
-    if (this.#loaded.has(s.sha)) call = attempt(() => client.evalsha(s.sha, keys, args, binary))
+    if (loaded.has(s.sha)) call = attempt(() => client.evalsha(s.sha, keys, args, binary))
     else {
       // Calls sent behind this one find the script it loads.
-      this.#loaded.add(s.sha)
+      loaded.add(s.sha)
       call = attempt(() => client.eval(s.source, keys, args, binary))
     }
     return call.then(
@@ -144,10 +157,10 @@ class ScriptOrder {
           this.#answered()
           throw client.explain(error)
         }
-        this.#loaded.clear()
+        loaded.clear()
         this.#waiting ??= []
         // Sent before #answered can release the waiting calls, so it goes on the wire ahead of them.
-        this.#loaded.add(s.sha)
+        loaded.add(s.sha)
         const retry = attempt(() => client.eval(s.source, keys, args, binary))
         this.#answered()
         return retry.then(
@@ -253,6 +266,8 @@ export function scriptClient(client: unknown): ScriptClient {
 /** ioredis (and iovalkey) make a `…Buffer` twin of every command at run time; their typings omit these. */
 interface IoredisBuffers {
   readonly status: string
+  /** A Cluster's slot map: each slot's nodes as `host:port`, its master first. */
+  readonly slots?: readonly (readonly string[] | undefined)[]
   evalsha(sha: string, numkeys: number, ...args: Arg[]): Promise<unknown>
   evalshaBuffer(sha: string, numkeys: number, ...args: Arg[]): Promise<unknown>
   eval(source: string, numkeys: number, ...args: Arg[]): Promise<unknown>
@@ -292,6 +307,10 @@ class IoredisScripts implements ScriptClient {
     )
   }
 
+  nodeOf(keys: readonly string[]): string {
+    return this.cluster ? (this.#client.slots?.[keySlot(keys[0] as string)]?.[0] ?? '') : ''
+  }
+
   // The *Buffer forms for binary replies. Not callBuffer('evalsha', …), which ioredis's
   // enableAutoPipelining sends with the script's SHA as the command name. The Cluster client
   // routes by the first key.
@@ -314,6 +333,8 @@ class IoredisScripts implements ScriptClient {
 interface NodeRedisSend {
   readonly isOpen: boolean
   readonly isReady?: boolean
+  /** A cluster's slot map: each slot's master, by `host:port`. */
+  readonly slots?: readonly ({ readonly master?: { readonly address?: string } } | undefined)[]
   sendCommand(...args: unknown[]): Promise<unknown>
 }
 
@@ -353,6 +374,10 @@ class NodeRedisScripts implements ScriptClient {
       'the node-redis client is not connected: call await client.connect() before the first request',
       error,
     )
+  }
+
+  nodeOf(keys: readonly string[]): string {
+    return this.cluster ? (this.#client.slots?.[keySlot(keys[0] as string)]?.master?.address ?? '') : ''
   }
 
   evalsha(sha: string, keys: readonly string[], args: readonly Arg[], binary: boolean): Promise<unknown> {

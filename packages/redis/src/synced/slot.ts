@@ -14,3 +14,10 @@ const encoder = new TextEncoder()
 export function slotOf(tag: string): number {
   return crc16(encoder.encode(tag)) % 16384
 }
+
+/** The Cluster slot of `key`: of its hash tag (the first non-empty `{…}`), else of the whole key. */
+export function keySlot(key: string): number {
+  const open = key.indexOf('{')
+  const close = open < 0 ? -1 : key.indexOf('}', open + 1)
+  return slotOf(close > open + 1 ? key.slice(open + 1, close) : key)
+}
