@@ -67,11 +67,43 @@ describe.skipIf(!redis)(
       })
     }
 
-    it('a key no node found hot is still decided locally, in the same tick, by a node that never counted it', async () => {
+    for (const count of [4, 8]) {
+      it(`${count} nodes starting on the key together before their next heartbeat: each reads the hot keys first, and admits none`, async () => {
+        const nodes = await spentOnOne(count)
+        // Past the staleness bound (the interval, a minute here), no heartbeat since the key turned hot.
+        t += 2 * 60_000
+        let late = 0
+        for (let i = 0; i < 5; i++) {
+          const answers = await Promise.all(nodes.slice(1).map((node) => decide(node, 'hot')))
+          late += answers.filter(Boolean).length
+        }
+        expect(late).toBe(0)
+        await Promise.all(nodes.map((n) => n.close()))
+      })
+    }
+
+    it('a key no node found hot is decided locally by a node that never counted it: in the same tick while its read of the hot keys is fresh, after one read once stale', async () => {
       const nodes = await spentOnOne(4)
       const other = nodes[1] as SyncedStore
       t += 1000
       await other.flush()
+      const answer = other.consume('cool', set, 1)
+      expect(isThenable(answer as never)).toBe(false)
+      expect(allowed(answer as Outcome[])).toBe(true)
+      t += 2 * 60_000 // the read is stale
+      const unheard = other.consume('cooler', set, 1)
+      expect(isThenable(unheard as never)).toBe(true)
+      expect(allowed(await unheard)).toBe(true)
+      expect(isThenable(other.consume('cooler', set, 1) as never)).toBe(false) // read just now
+      await Promise.all(nodes.map((n) => n.close()))
+    })
+
+    it('a key heard in its window is decided in the same tick however old the read of the hot keys', async () => {
+      const nodes = await spentOnOne(4)
+      const other = nodes[1] as SyncedStore
+      await decide(other, 'cool')
+      await other.flush() // its count heard
+      t += 2 * 60_000
       const answer = other.consume('cool', set, 1)
       expect(isThenable(answer as never)).toBe(false)
       expect(allowed(answer as Outcome[])).toBe(true)
@@ -86,6 +118,7 @@ describe.skipIf(!redis)(
       expect(isThenable(other.consume('hot', set, 1) as never)).toBe(true) // exact: hot
       t += HOUR
       const third = nodes[2] as SyncedStore
+      await third.flush() // a heartbeat: its read of the hot keys is fresh
       const answer = third.consume('hot', set, 1)
       expect(isThenable(answer as never)).toBe(false)
       expect(allowed(answer as Outcome[])).toBe(true)
