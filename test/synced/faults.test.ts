@@ -109,6 +109,12 @@ describe.skipIf(!available)('SyncedStore on a private Redis: command counts, cra
     let admitted = 0
     let waited = 0
     let restarted: RedisServer | undefined
+    // A new store's first decisions read the hot keys (Redis answering): those are not the outage's.
+    // Once a sync has heard the keys in their window, no decision on them reads again.
+    for (const answer of await Promise.all([0, 1].map((i) => store.consume(`k${i}`, set, 1)))) {
+      if (answer.every((o) => o.allowed)) admitted++
+    }
+    await store.flush()
     const timer = setInterval(() => {
       for (let i = 0; i < 2; i++) {
         const answer = store.consume(`k${i}`, set, 1)

@@ -1,7 +1,7 @@
 import { parsePolicies } from '@sluice/core'
 import { isThenable } from '@sluice/core/adapter'
 import type { Outcome } from '@sluice/core/store'
-import type { SyncedStore } from '@sluice/redis'
+import { SyncedStore } from '@sluice/redis'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { findRedis, type RedisServer, uniquePrefix } from '../support/redis.js'
@@ -67,11 +67,70 @@ describe.skipIf(!redis)(
       })
     }
 
-    it('a key no node found hot is still decided locally, in the same tick, by a node that never counted it', async () => {
+    for (const count of [4, 8]) {
+      it(`${count} nodes starting on the key together before their next heartbeat: each reads the hot keys first, and admits none`, async () => {
+        const nodes = await spentOnOne(count)
+        // Past the staleness bound (the interval, a minute here), no heartbeat since the key turned hot.
+        t += 2 * 60_000
+        let late = 0
+        for (let i = 0; i < 5; i++) {
+          const answers = await Promise.all(nodes.slice(1).map((node) => decide(node, 'hot')))
+          late += answers.filter(Boolean).length
+        }
+        expect(late).toBe(0)
+        await Promise.all(nodes.map((n) => n.close()))
+      })
+    }
+
+    it('a key no node found hot is decided locally by a node that never counted it: in the same tick while its read of the hot keys is fresh, after one read once stale', async () => {
       const nodes = await spentOnOne(4)
       const other = nodes[1] as SyncedStore
       t += 1000
       await other.flush()
+      const answer = other.consume('cool', set, 1)
+      expect(isThenable(answer as never)).toBe(false)
+      expect(allowed(answer as Outcome[])).toBe(true)
+      t += 2 * 60_000 // the read is stale
+      const unheard = other.consume('cooler', set, 1)
+      expect(isThenable(unheard as never)).toBe(true)
+      expect(allowed(await unheard)).toBe(true)
+      expect(isThenable(other.consume('cooler', set, 1) as never)).toBe(false) // read just now
+      await Promise.all(nodes.map((n) => n.close()))
+    })
+
+    it('decisions on new keys waiting in one turn share one read of the hot keys; once read, new keys decide in the same tick', async () => {
+      // The node's own client, its script calls watched: a read of the hot keys is the one call with only `…:hot-since`.
+      const own = new Redis(server.url)
+      await own.ping() // connected: a node whose client is not reads nothing (it decides alone)
+      let reads = 0
+      const isRead = (numkeys: number, first: unknown) => numkeys === 1 && String(first).endsWith(':hot-since')
+      const [evalsha, evaluate] = [own.evalsha.bind(own), own.eval.bind(own)]
+      own.evalsha = ((sha: string, numkeys: number, ...args: string[]) => {
+        if (isRead(numkeys, args[0])) reads++
+        return evalsha(sha, numkeys, ...args)
+      }) as typeof own.evalsha
+      own.eval = ((source: string, numkeys: number, ...args: string[]) => {
+        if (isRead(numkeys, args[0])) reads++
+        return evaluate(source, numkeys, ...args)
+      }) as typeof own.eval
+      const node = new SyncedStore({ client: own, prefix: uniquePrefix('hot-read'), nodeId: 'r', interval: '1m', now })
+      const answers = ['a', 'b', 'c', 'd'].map((key) => node.consume(key, set, 1))
+      expect(answers.map((answer) => isThenable(answer as never))).toEqual([true, true, true, true])
+      expect((await Promise.all(answers)).map(allowed)).toEqual([true, true, true, true])
+      expect(reads).toBe(1)
+      const fresh = node.consume('e', set, 1)
+      expect(isThenable(fresh as never)).toBe(false)
+      expect(reads).toBe(1)
+      await node.close()
+      own.disconnect()
+    })
+
+    it('a key heard in its window is decided in the same tick however old the read of the hot keys', async () => {
+      const nodes = await spentOnOne(4)
+      const other = nodes[1] as SyncedStore
+      await decide(other, 'cool')
+      await other.flush() // its count heard
+      t += 2 * 60_000
       const answer = other.consume('cool', set, 1)
       expect(isThenable(answer as never)).toBe(false)
       expect(allowed(answer as Outcome[])).toBe(true)
@@ -86,6 +145,7 @@ describe.skipIf(!redis)(
       expect(isThenable(other.consume('hot', set, 1) as never)).toBe(true) // exact: hot
       t += HOUR
       const third = nodes[2] as SyncedStore
+      await third.flush() // a heartbeat: its read of the hot keys is fresh
       const answer = third.consume('hot', set, 1)
       expect(isThenable(answer as never)).toBe(false)
       expect(allowed(answer as Outcome[])).toBe(true)

@@ -44,19 +44,22 @@ describe.skipIf(!redis).each(CLIENTS)('SyncedStore on one Redis (stores as nodes
   })
 
   const T = 1_700_000_000_000
-  const nodes = (count: number, options: { exactAbove?: number; now?: () => number } = {}) => {
+  /** Nodes that have read the hot keys (a heartbeat): on the still clock their first decisions need no read. */
+  const nodes = async (count: number, options: { exactAbove?: number; now?: () => number } = {}) => {
     const prefix = uniquePrefix('synced')
     const now = options.now ?? (() => T + 100)
     const client = storeClient // the library under test, not the ioredis one that inspects keys
-    return Array.from(
+    const made = Array.from(
       { length: count },
       (_, i) =>
         new SyncedStore({ client, prefix, nodeId: `n${i}`, interval: 50, now, exactAbove: options.exactAbove ?? 1 }),
     )
+    await Promise.all(made.map((node) => node.flush()))
+    return made
   }
 
   it('answers in the same tick (a value, not a promise) for fixed and sliding windows', async () => {
-    const [store] = nodes(1)
+    const [store] = await nodes(1)
     for (const algorithm of ['fixed-window', 'sliding-window'] as const) {
       const set = parsePolicies({ limit: 3, window: 1000, algorithm })
       const answers = [1, 2, 3, 4].map(() => store?.consume('k', set, 1))
@@ -68,7 +71,7 @@ describe.skipIf(!redis).each(CLIENTS)('SyncedStore on one Redis (stores as nodes
   })
 
   it('sums every node: what one node counted limits the other after a sync each way (locally or exactly)', async () => {
-    const [a, b] = nodes(2) as [SyncedStore, SyncedStore]
+    const [a, b] = (await nodes(2)) as [SyncedStore, SyncedStore]
     const set = parsePolicies({ limit: 10, window: 1000, algorithm: 'fixed-window' })
     for (let i = 0; i < 6; i++) expect(allowed(await a.consume('hot', set, 1))).toBe(true)
     await a.flush()
@@ -83,7 +86,7 @@ describe.skipIf(!redis).each(CLIENTS)('SyncedStore on one Redis (stores as nodes
   })
 
   it('a resent flush counts once: nodes send running totals, Redis keeps the larger', async () => {
-    const [a] = nodes(1) as [SyncedStore]
+    const [a] = (await nodes(1)) as [SyncedStore]
     const set = parsePolicies({ limit: 100, window: 1000, algorithm: 'fixed-window' })
     for (let i = 0; i < 7; i++) a.consume('k', set, 1)
     await a.flush()
@@ -103,7 +106,7 @@ describe.skipIf(!redis).each(CLIENTS)('SyncedStore on one Redis (stores as nodes
   })
 
   it('before Redis has answered for a key, goes exact from exactAbove of this node’s share (limit ÷ live nodes)', async () => {
-    const [a, b] = nodes(2, { exactAbove: 0.8 }) as [SyncedStore, SyncedStore]
+    const [a, b] = (await nodes(2, { exactAbove: 0.8 })) as [SyncedStore, SyncedStore]
     const set = parsePolicies({ limit: 40, window: 1000, algorithm: 'fixed-window' })
     a.consume('warm', set, 1)
     b.consume('other', set, 1)
@@ -122,7 +125,7 @@ describe.skipIf(!redis).each(CLIENTS)('SyncedStore on one Redis (stores as nodes
   })
 
   it('decides exactly (a promise, one script call) from exactAbove of the limit, counting in the same hash', async () => {
-    const [a, b] = nodes(2, { exactAbove: 0.5 }) as [SyncedStore, SyncedStore]
+    const [a, b] = (await nodes(2, { exactAbove: 0.5 })) as [SyncedStore, SyncedStore]
     const set = parsePolicies({ limit: 5, window: 1000, algorithm: 'fixed-window' })
     expect(isThenable(a.consume('k', set, 1) as never)).toBe(false)
     expect(isThenable(a.consume('k', set, 1) as never)).toBe(false)
@@ -130,7 +133,7 @@ describe.skipIf(!redis).each(CLIENTS)('SyncedStore on one Redis (stores as nodes
     expect(isThenable(third as never)).toBe(true)
     expect(allowed(await third)).toBe(true)
     await a.flush()
-    expect(isThenable(b.consume('k', set, 1) as never)).toBe(false) // b has not heard of a's 3 yet
+    expect(allowed(await b.consume('k', set, 1))).toBe(true) // b has not heard of a's 3 yet
     await b.flush()
     const decisions = await Promise.all([b.consume('k', set, 1), b.consume('k', set, 1), a.consume('k', set, 1)])
     expect(decisions.filter(allowed)).toHaveLength(1) // 5 of 5 in Redis: exact across nodes
@@ -149,7 +152,7 @@ describe.skipIf(!redis).each(CLIENTS)('SyncedStore on one Redis (stores as nodes
     skip,
   }) => {
     skip(kind.name !== 'ioredis', 'CLIENT PAUSE stalls the shared Redis: once, not once per client library')
-    const [a] = nodes(1, { exactAbove: 0.1 }) as [SyncedStore]
+    const [a] = (await nodes(1, { exactAbove: 0.1 })) as [SyncedStore]
     const set = parsePolicies({ limit: 10, window: 1000, algorithm: 'fixed-window' })
     expect(allowed(await a.consume('slow', set, 1))).toBe(true) // counted locally (1 of 10 is not above 0.1)
     const pauser = new Redis(server.url)
@@ -187,7 +190,7 @@ describe.skipIf(!redis).each(CLIENTS)('SyncedStore on one Redis (stores as nodes
   })
 
   it('a denial reaches the other node at its next sync, which then denies without a Redis call', async () => {
-    const [a, b] = nodes(2) as [SyncedStore, SyncedStore]
+    const [a, b] = (await nodes(2)) as [SyncedStore, SyncedStore]
     const set = parsePolicies({ limit: 3, window: 1000, algorithm: 'sliding-window' })
     b.consume('k', set, 1)
     for (let i = 0; i < 3; i++) a.consume('k', set, 1)
@@ -200,7 +203,7 @@ describe.skipIf(!redis).each(CLIENTS)('SyncedStore on one Redis (stores as nodes
   })
 
   it('refund gives back this node’s own counts; reset starts the key from 0 on every node', async () => {
-    const [a, b] = nodes(2) as [SyncedStore, SyncedStore]
+    const [a, b] = (await nodes(2)) as [SyncedStore, SyncedStore]
     const set = parsePolicies({ limit: 5, window: 1000, algorithm: 'fixed-window' })
     for (let i = 0; i < 3; i++) a.consume('k', set, 1)
     for (let i = 0; i < 2; i++) b.consume('k', set, 1)
@@ -219,7 +222,7 @@ describe.skipIf(!redis).each(CLIENTS)('SyncedStore on one Redis (stores as nodes
   })
 
   it('a reset takes off what this node counted and had not synced yet, here and in Redis', async () => {
-    const [a, b] = nodes(2, { exactAbove: 0.8 }) as [SyncedStore, SyncedStore]
+    const [a, b] = (await nodes(2, { exactAbove: 0.8 })) as [SyncedStore, SyncedStore]
     const set = parsePolicies({ limit: 5, window: 1000, algorithm: 'fixed-window' })
     for (let i = 0; i < 3; i++) a.consume('k', set, 1)
     // No sync between: Redis has none of the 3 when the reset runs.
@@ -234,7 +237,7 @@ describe.skipIf(!redis).each(CLIENTS)('SyncedStore on one Redis (stores as nodes
   })
 
   it("rejects a fixed window from each key's first request at createLimiter: its sub-windows are aligned", async () => {
-    const [a] = nodes(1) as [SyncedStore]
+    const [a] = (await nodes(1)) as [SyncedStore]
     expect(a.firstRequestWindows).toBe(false)
     const limits = { limit: 2, window: 1000, algorithm: 'fixed-window', start: 'first-request' } as const
     expect(() => createLimiter({ limits, store: a })).toThrow(ConfigError)
@@ -245,7 +248,7 @@ describe.skipIf(!redis).each(CLIENTS)('SyncedStore on one Redis (stores as nodes
   })
 
   it('serves token bucket and gcra through the exact script per request; rejects sliding-log at createLimiter', async () => {
-    const [a] = nodes(1) as [SyncedStore]
+    const [a] = (await nodes(1)) as [SyncedStore]
     const limiter = createLimiter({ limits: { limit: 2, window: 1000, algorithm: 'gcra' }, store: a })
     expect((await limiter.consume('g')).allowed).toBe(true)
     expect((await limiter.consume('g')).allowed).toBe(true)
@@ -269,8 +272,8 @@ describe.skipIf(!redis).each(CLIENTS)('SyncedStore on one Redis (stores as nodes
       },
     })
     const set = parsePolicies('5/s')
-    store.consume('a', set, 1)
-    store.consume('b', set, 1)
+    // Both wait for one read of the hot keys (the store's first decisions).
+    await Promise.all([store.consume('a', set, 1), store.consume('b', set, 1)])
     await store.flush()
     // One sync at the first decision (to learn the fleet), then the flush with both keys.
     expect(events).toHaveLength(2)
@@ -280,8 +283,9 @@ describe.skipIf(!redis).each(CLIENTS)('SyncedStore on one Redis (stores as nodes
   })
 
   it('maxKeys: forgets a key Redis has in full; with every key unsent and Redis healthy, a new key waits for one sync, never a StoreFullError', async () => {
-    const [a] = nodes(1) as [SyncedStore]
-    const store = new SyncedStore({ client: storeClient, prefix: a.prefix, maxKeys: 2, now: () => T, interval: 50 })
+    const prefix = uniquePrefix('synced-forget')
+    const store = new SyncedStore({ client: storeClient, prefix, maxKeys: 2, now: () => T, interval: 50 })
+    await store.flush() // reads the hot keys: on the still clock no first decision waits for a read
     const set = parsePolicies({ limit: 5, window: 1000, algorithm: 'fixed-window' })
     store.consume('one', set, 1)
     store.consume('two', set, 1)
@@ -292,9 +296,9 @@ describe.skipIf(!redis).each(CLIENTS)('SyncedStore on one Redis (stores as nodes
     expect(allowed(store.consume('two', set, 1) as Outcome[])).toBe(true)
     expect(allowed(await three)).toBe(true)
     // What the evicted key counted reached Redis before it was forgotten.
-    expect(await redisCount(a.prefix, 'one')).toBe(1)
-    expect(await redisCount(a.prefix, 'two')).toBe(2)
-    await Promise.all([a.close(), store.close()])
+    expect(await redisCount(prefix, 'one')).toBe(1)
+    expect(await redisCount(prefix, 'two')).toBe(2)
+    await store.close()
   })
 
   it('maxKeys: a flood of new keys while Redis is healthy fails no decision and keeps a held key in the same tick', async () => {
@@ -305,6 +309,7 @@ describe.skipIf(!redis).each(CLIENTS)('SyncedStore on one Redis (stores as nodes
       now: () => T,
       interval: 50,
     })
+    await store.flush() // reads the hot keys: on the still clock no first decision waits for a read
     const set = parsePolicies({ limit: 1000, window: 60_000, algorithm: 'sliding-window' })
     const answers: (readonly Outcome[] | Promise<readonly Outcome[]>)[] = []
     for (let i = 0; i < 200; i++) {
@@ -377,6 +382,7 @@ describe.skipIf(!redis).each(CLIENTS)('SyncedStore on one Redis (stores as nodes
       const prefix = uniquePrefix('synced-evict-exact')
       // A long interval: only flushes sync, so the exact script is what carries the new local counts.
       const a = evictingNode(prefix, { exactAbove: 0.5, interval: 60_000 })
+      await a.flush() // reads the hot keys: on the still clock no first decision waits for a read
       const set = parsePolicies({ limit: 10, window: 1000, algorithm })
       // 2 of 10: under half of exactAbove of the limit, so not protected from eviction.
       for (let i = 0; i < 2; i++) expect(isThenable(a.consume('k', set, 1) as never)).toBe(false)
@@ -618,6 +624,8 @@ describe.skipIf(!redis)('SyncedStore with Redis lost after some syncs: weighted 
           ...(weight === undefined ? {} : { weight }),
         }),
     ) as [SyncedStore, SyncedStore]
+    // Each reads the hot keys: on the still clock no first decision waits for a read.
+    await Promise.all([busy.flush(), quiet.flush()])
     for (let i = 0; i < 50; i++)
       expect(allowed((i % 10 === 9 ? quiet : busy).consume('k', set, 1) as Outcome[])).toBe(true)
     await busy.flush()

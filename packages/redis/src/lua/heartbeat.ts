@@ -22,6 +22,10 @@
  * unless leaving), the epoch, and the server's TIME (seconds, microseconds); with KEYS[3], then the
  * members announced since ARGV[4] with their announcement times (1000 at most), flat.
  */
+/** The members of the hot keys' set by announcement (`announced`) since `since`, with their times, 1000 at most. */
+const hotSince = (announced: string, since: string): string =>
+  `redis.call('ZRANGEBYSCORE', ${announced}, ${since}, '+inf', 'WITHSCORES', 'LIMIT', 0, 1000)`
+
 export const HEARTBEAT_LUA = `
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
@@ -58,7 +62,15 @@ if #KEYS > 2 then
     redis.call('PEXPIREAT', hot, latest)
     redis.call('PEXPIREAT', announced, latest)
   end
-  reply[5] = redis.call('ZRANGEBYSCORE', announced, ARGV[4], '+inf', 'WITHSCORES', 'LIMIT', 0, 1000)
+  reply[5] = ${hotSince('announced', 'ARGV[4]')}
 end
 return reply
 `
+
+/**
+ * The hot keys announced since a time, without a heartbeat: what a node reads before deciding a key
+ * it has not heard of when its last read is stale (see `HotKeys`). KEYS[1]: the hot keys by
+ * announcement (HEARTBEAT_LUA's KEYS[4]); ARGV[1]: the announcement time read from. Reply: as
+ * HEARTBEAT_LUA's hot part.
+ */
+export const HOT_READ_LUA = `return ${hotSince('KEYS[1]', 'ARGV[1]')}`

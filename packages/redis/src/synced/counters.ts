@@ -394,6 +394,12 @@ export class PolicyCounters {
     return made
   }
 
+  /** Whether Redis has answered for the key's current sub-window at `now` (a sync or an exact call heard its count). */
+  heardIn(now: number): boolean {
+    const current = this.find(this.currentStart(now))
+    return current !== undefined && current.heardAt > Number.NEGATIVE_INFINITY
+  }
+
   find(start: number): SubWindow | undefined {
     const { windows } = this
     for (let i = windows.length - 1; i >= 0; i--) if ((windows[i] as SubWindow).start === start) return windows[i]

@@ -1,11 +1,12 @@
 import { run, type ScriptClient, script } from '../client.js'
-import { HEARTBEAT_LUA } from '../lua/heartbeat.js'
+import { HEARTBEAT_LUA, HOT_READ_LUA } from '../lua/heartbeat.js'
 import type { SyncClock } from './clock.js'
 import { heartbeatKeys, hotSetKeys, NODE_TTL_MS } from './heartbeat.js'
 import { HotKeys } from './hot.js'
 import { withTimeout } from './timeout.js'
 
 const HEARTBEAT = script(HEARTBEAT_LUA)
+const HOT_READ = script(HOT_READ_LUA)
 const HEARTBEAT_EVERY_MS = 1000
 /** Heartbeats with the first syncs, spread over the first interval, so nodes started together see each other within it. */
 export const DISCOVERY_HEARTBEATS = 3
@@ -20,6 +21,8 @@ export class Fleet {
 
   /** Redis's epoch at the last heartbeat; undefined before the first. */
   #epoch: string | undefined
+  /** The read of the hot keys in flight (see `readHot`). */
+  #reading: Promise<void> | undefined
 
   constructor(
     readonly client: ScriptClient,
@@ -67,10 +70,38 @@ export class Fleet {
     const [live, epoch, seconds, micros, hot] = reply as [number, string, number, number, (string | number)[]]
     clock.measure(asked, clock.local(), seconds * 1000 + Math.floor(micros / 1000))
     this.hot.heard(hot, clock.time())
+    this.hot.read(asked)
     this.liveNodes = Math.max(1, Number(live))
     const changed = this.#epoch !== undefined && this.#epoch !== String(epoch)
     this.#epoch = String(epoch)
     return changed
+  }
+
+  /**
+   * Reads the hot keys announced since the last read (HOT_READ_LUA), one read in flight shared by
+   * every decision waiting for it; never rejects, waits at most `ms`: a failed read leaves the hot
+   * keys as they were.
+   */
+  readHot(clock: SyncClock, ms: number): Promise<void> {
+    this.#reading ??= this.#readHot(clock, ms).finally(() => {
+      this.#reading = undefined
+    })
+    return this.#reading
+  }
+
+  async #readHot(clock: SyncClock, ms: number): Promise<void> {
+    const asked = clock.local()
+    const [, announced] = hotSetKeys(this.prefix)
+    try {
+      const flat = (await withTimeout(run(this.client, HOT_READ, [announced], [this.hot.since]), ms)) as (
+        | string
+        | number
+      )[]
+      this.hot.heard(flat, clock.time())
+    } catch {
+      // Decided as before the read: the sync loop's own failures make the node degraded.
+    }
+    this.hot.read(asked)
   }
 
   /**

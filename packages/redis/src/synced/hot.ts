@@ -4,8 +4,9 @@
  * hot at a sync announces it with its next heartbeat, and every node reads the announcements at
  * each of its own. A node deciding a key it has no count for (never counted here, or forgotten)
  * decides it exactly when the key is hot, so it does not admit on a count of 0 what another node
- * has already spent; a cool key's first decision stays local. One map entry per hot key, gone
- * when its window ends.
+ * has already spent; a cool key's first decision stays local. A heartbeat is a second apart, so
+ * such a decision first reads what was announced since (HOT_READ_LUA) when the last read is older
+ * than an interval (`stale`). One map entry per hot key, gone when its window ends.
  */
 export class HotKeys {
   /** Policy id, then key: window time at which it stops being hot. */
@@ -14,6 +15,23 @@ export class HotKeys {
   #pending: (string | number)[] = []
   /** The announcement time (Redis's clock) read up to, inclusive. */
   #since = 0
+  /** Local time the last read was sent (heartbeat or HOT_READ_LUA; a read that failed counts: it is not retried at once). */
+  #readAt = Number.NEGATIVE_INFINITY
+
+  /** The announcement time to read from. */
+  get since(): number {
+    return this.#since
+  }
+
+  /** Whether the last read was sent more than `bound` ms before local time `local`. */
+  stale(local: number, bound: number): boolean {
+    return local - this.#readAt > bound
+  }
+
+  /** A read sent at local time `local` was answered (`heard`) or failed. */
+  read(local: number): void {
+    this.#readAt = Math.max(this.#readAt, local)
+  }
 
   /** Whether `key` under policy `id` is hot at window time `now`. */
   has(id: string, key: string, now: number): boolean {

@@ -153,6 +153,27 @@ export class SyncedStore implements Store {
     this.#loop.start()
     if (!this.#countsLocally(set)) return this.#buckets.consume(key, set, cost)
     const local = this.#clock.local()
+    if (this.#readsHotFirst(key, set, local)) {
+      return this.#fleet
+        .readHot(this.#clock, EXACT_TIMEOUT_MS)
+        .then(() => this.#decide(key, set, cost, this.#clock.local()))
+    }
+    return this.#decide(key, set, cost, local)
+  }
+
+  /**
+   * A key this node has no count for in its current window may be one another node found hot since
+   * this node last read the hot keys (its heartbeat is a second apart): when that read is older
+   * than an interval and Redis answers, the decision reads them first (`Fleet.readHot`, one read
+   * shared by the decisions waiting for it). A key heard lately, or a read fresh, decides at once.
+   */
+  #readsHotFirst(key: string, set: PolicySet, local: number): boolean {
+    if (!this.#fleet.hot.stale(local, this.interval) || this.#loop.degradedAt(local)) return false
+    const now = this.#clock.at(local)
+    return this.#countersIn(key, set).some((counters) => counters === undefined || !counters.heardIn(now))
+  }
+
+  #decide(key: string, set: PolicySet, cost: number, local: number): readonly Outcome[] | Promise<readonly Outcome[]> {
     let entry = this.#entries.get(key, set)
     if (entry === undefined) {
       entry = this.#newEntry(key, set)
@@ -299,13 +320,10 @@ export class SyncedStore implements Store {
     for (let i = 0; i < all.length; i++) {
       const counters = all[i] as PolicyCounters
       const { limit } = set.policies[i] as Policy
-      const current = counters.find(counters.currentStart(now))
-      if (current?.deniedAnywhere === true) return true
+      if (counters.find(counters.currentStart(now))?.deniedAnywhere === true) return true
       // No count heard for this window (a key never counted here, forgotten, or in a window just
       // begun) says nothing of a key another node found hot: Redis has its count.
-      if (hot.any && !(current !== undefined && current.heardAt > Number.NEGATIVE_INFINITY)) {
-        if (hot.has(counters.id, counters.key, now)) return true
-      }
+      if (hot.any && !counters.heardIn(now) && hot.has(counters.id, counters.key, now)) return true
       const unseen = counters.unseen(now, live, this.interval, lag)
       // Until Redis has answered for the key, the others' counts are unknown: this node keeps to its share.
       const threshold = counters.heard ? this.exactAbove * limit : (this.exactAbove * limit) / live
