@@ -136,13 +136,17 @@ function contender(row: string): (key: string) => Promise<unknown> {
 /** Sends what a SyncedStore row counted, so the figure holds its state as synced, not the sync's own lists. */
 let flush = async (): Promise<void> => {}
 
-/** Heap in use after full collections (twice: weak references and finalizers settle). */
-function heapUsed(): number {
+/**
+ * Memory in use after full collections (twice: weak references and finalizers settle): the heap,
+ * and the typed arrays' buffers, which live outside it (SyncedStore keeps its counts in them).
+ */
+function memoryUsed(): number {
   const gc = (globalThis as { gc?: () => void }).gc
   if (gc === undefined) throw new Error('run with node --expose-gc (pnpm bench:memory does)')
   gc()
   gc()
-  return process.memoryUsage().heapUsed
+  const { heapUsed, arrayBuffers } = process.memoryUsage()
+  return heapUsed + arrayBuffers
 }
 
 async function measureOne(name: string): Promise<void> {
@@ -151,13 +155,13 @@ async function measureOne(name: string): Promise<void> {
   // Warm the code on keys the count does not include, so compiled code is not counted as state.
   for (let i = 0; i < 1000; i++) await decide(`warm-${i}`)
   const base = clock
-  const before = heapUsed()
+  const before = memoryUsed()
   for (const step of name.endsWith(BUSY) ? BUSY_STEPS : [0]) {
     clock = base + step
     for (const key of keys) await decide(key)
   }
   await flush()
-  const after = heapUsed()
+  const after = memoryUsed()
   console.log((after - before) / KEYS)
   // Keep the store and keys alive until after the measurement.
   if (keys.length < 0) console.log(decide)
@@ -189,7 +193,7 @@ if (args.includes('--one')) {
   // A peer left out by --only has no figure to divide by.
   const ratio = (own: number, peer: string) => (peer.includes(ONLY) ? `${(own / bytes(peer)).toFixed(2)}×` : '–')
   console.log(
-    `node ${process.version}; heap growth for ${KEYS} keys, one decision each (busy rows: nine); ` +
+    `node ${process.version}; heap and buffer growth for ${KEYS} keys, one decision each (busy rows: nine); ` +
       `median of ${ROUNDS} rounds\n`,
   )
   console.log('| store | bytes/key | vs express-rate-limit | vs rate-limiter-flexible |')

@@ -1,9 +1,12 @@
+import { type Policy, parsePolicies } from '@sluice/core'
 import { describe, expect, it } from 'vitest'
-import { SubWindow } from './counters.js'
+import { Counts, PolicyShape, type SubWindow } from './counters.js'
+
+const policy = parsePolicies([{ limit: 100, window: '1m' }]).policies[0] as Policy
 
 /** A sub-window where this node admitted 40 and a reply reported 100 in all (60 of the others'). */
 function heardOf100(): SubWindow {
-  const w = new SubWindow({ keyAt: () => 'k' }, 0)
+  const w = new Counts().make(new PolicyShape(policy.id, policy, () => 'k'), 'k', policy.limit).at(0)
   w.count(40)
   w.acknowledge(40, 0, 0, false)
   w.heard(100, 40, false, 100, 100)

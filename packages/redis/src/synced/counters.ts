@@ -1,23 +1,44 @@
 import type { AlgorithmName, Policy } from '@sluice/core'
 import { windowStart } from '@sluice/core/store'
-
-/** No sub-windows: shared by every counters that hold none. */
-const NONE: readonly SubWindow[] = Object.freeze([])
-
-const DENIED_HERE = 1
-const DENIED_SENT = 2
-const DENIED_ANYWHERE = 4
-
-const HEARD = 1
-const PENDING = 2
+import { Slab } from './slab.js'
 
 /** Hashes outlive their last estimate by this much, so a late flush still finds them. */
 const KEEP_SLACK_MS = 5000
 
+/** No row: the end of a key's list of sub-windows. */
+const NONE = -1
+
+// A sub-window's row (see `SubWindow`): its numbers, the key's next older sub-window, its flags.
+const START = 0
+const ADMITTED = 1
+const SENT_ADMITTED = 2
+const GLOBAL = 3
+const MINE_IN_GLOBAL = 4
+const ASKED = 5
+const HEARD_AT = 6
+const BASE_AT = 7
+const OLDER = 0
+const FLAGS = 0
+const DENIED_HERE = 1
+const DENIED_SENT = 2
+const DENIED_ANYWHERE = 4
+const HAS_RARER = 8
+const HAS_OTHERS = 16
+
+// A key's counters of one policy id (see `PolicyCounters`).
+const LIMIT = 0
+const USED_AT = 1
+const LAST_ASKED = 2
+const LAST_ASKED_START = 3
+const NEWEST = 0
+const INCARNATION = 1
+const HOLDERS = 2
+const HEARD = 1
+const PENDING = 2
+
 /**
  * A sub-window's refunds and exact admissions, with what Redis acknowledged of them: most keys are
- * far from their limit and refund nothing, and a sub-window holds none of it (24 bytes a
- * sub-window, `pnpm bench:memory`).
+ * far from their limit and refund nothing, and their rows hold none of it.
  */
 class Rarer {
   refunded = 0
@@ -28,82 +49,212 @@ class Rarer {
 
 /**
  * What a sub-window knows of the other nodes' growth: most keys are counted on one node, where all
- * of it stays 0 and a sub-window holds none of it (32 bytes a sub-window, `pnpm bench:memory`).
+ * of it stays 0 and their rows hold none of it.
  */
 class OthersGrowth {
   /** See `SubWindow.othersRate`. */
   rate = 0
   /** See `SubWindow.othersFloor`. */
   floor = 0
-  /** The others' count the rate is measured from (heard at `SubWindow`'s base time). */
+  /** The others' count the rate is measured from (heard at the sub-window's base time). */
   base = 0
 }
 
 /**
+ * Every key's counts on a node, with no object per key: a row per key and policy id
+ * (`PolicyCounters`) and one per sub-window (`SubWindow`) in two slabs, the rare parts of a
+ * sub-window (refunds, exact admissions, the others' growth) in maps by row, made the first time
+ * they are not 0. An object per sub-window and per key's policy held 5× what MemoryStore holds for
+ * the same key (`pnpm bench:memory`, SyncedStore rows); the classes below are handles made on use.
+ */
+export class Counts {
+  readonly windows = new Slab({ floats: 8, ints: 1, bytes: 1 })
+  readonly rows = new Slab({ floats: 4, ints: 3, bytes: 1 })
+  readonly rarer = new Map<number, Rarer>()
+  readonly others = new Map<number, OthersGrowth>()
+
+  /** New counters of `key` under `shape`, from 0 (see `PolicyCounters` for `limit` and `incarnation`). */
+  make(shape: PolicyShape, key: string, limit: number, incarnation = 0): PolicyCounters {
+    const { rows } = this
+    const row = rows.alloc()
+    rows.setF(row, LIMIT, limit)
+    rows.setF(row, USED_AT, Number.NEGATIVE_INFINITY)
+    rows.setF(row, LAST_ASKED_START, Number.NEGATIVE_INFINITY)
+    rows.setI(row, NEWEST, NONE)
+    rows.setI(row, INCARNATION, incarnation)
+    return new PolicyCounters(this, row, shape, key)
+  }
+
+  /**
+   * The counters in `row`, made by `make` for `key` and `shape` and not forgotten: whoever keeps a
+   * row knows them (an entry its key and its set's policies), so the row does not hold them.
+   */
+  counters(row: number, shape: PolicyShape, key: string): PolicyCounters {
+    return new PolicyCounters(this, row, shape, key)
+  }
+
+  /** Forgets the counters and their sub-windows: their rows are reused, and handles to them are stale. */
+  forget(counters: PolicyCounters): void {
+    if (counters.stale) return
+    for (let w = this.rows.i(counters.row, NEWEST); w !== NONE; ) {
+      const older = this.windows.i(w, OLDER)
+      this.dropWindow(w)
+      w = older
+    }
+    this.rows.free(counters.row)
+  }
+
+  dropWindow(w: number): void {
+    const flags = this.windows.b(w, FLAGS)
+    if ((flags & HAS_RARER) !== 0) this.rarer.delete(w)
+    if ((flags & HAS_OTHERS) !== 0) this.others.delete(w)
+    this.windows.free(w)
+  }
+
+  /** Sub-window `w`'s refunds and exact admissions, when any was ever counted. */
+  rarerOf(w: number): Rarer | undefined {
+    return (this.windows.b(w, FLAGS) & HAS_RARER) === 0 ? undefined : this.rarer.get(w)
+  }
+
+  rareOf(w: number): Rarer {
+    let rarer = this.rarerOf(w)
+    if (rarer === undefined) {
+      rarer = new Rarer()
+      this.rarer.set(w, rarer)
+      this.windows.setB(w, FLAGS, this.windows.b(w, FLAGS) | HAS_RARER)
+    }
+    return rarer
+  }
+
+  /** Sub-window `w`'s knowledge of the others' growth, when any was ever not 0. */
+  othersOf(w: number): OthersGrowth | undefined {
+    return (this.windows.b(w, FLAGS) & HAS_OTHERS) === 0 ? undefined : this.others.get(w)
+  }
+
+  growthOf(w: number): OthersGrowth {
+    let others = this.othersOf(w)
+    if (others === undefined) {
+      others = new OthersGrowth()
+      this.others.set(w, others)
+      this.windows.setB(w, FLAGS, this.windows.b(w, FLAGS) | HAS_OTHERS)
+    }
+    return others
+  }
+
+  /** Sub-window `w`'s net count of this node's. */
+  mine(w: number): number {
+    const rarer = this.rarerOf(w)
+    const admitted = this.windows.f(w, ADMITTED)
+    return rarer === undefined ? admitted : admitted + rarer.exact - rarer.refunded
+  }
+
+  /** Sub-window `w`'s global count as far as this node knows: the last reply plus what it counted since. */
+  estimate(w: number): number {
+    return this.windows.f(w, GLOBAL) - this.windows.f(w, MINE_IN_GLOBAL) + this.mine(w)
+  }
+
+  /** Sub-window `w` holds something Redis has not heard yet. */
+  dirty(w: number): boolean {
+    const { windows } = this
+    if (windows.f(w, ADMITTED) > windows.f(w, SENT_ADMITTED)) return true
+    const flags = windows.b(w, FLAGS)
+    if ((flags & DENIED_HERE) !== 0 && (flags & DENIED_SENT) === 0) return true
+    const rarer = this.rarerOf(w)
+    return rarer !== undefined && (rarer.refunded > rarer.sentRefunded || rarer.exact > rarer.sentExact)
+  }
+
+  denied(w: number, flag: number): boolean {
+    return (this.windows.b(w, FLAGS) & flag) !== 0
+  }
+}
+
+/**
  * One sub-window of one policy for one key (for a fixed window, the window itself): this node's
- * running totals, what Redis holds of them, and the global count at the last reply.
+ * running totals, what Redis holds of them, and the global count at the last reply. A handle on
+ * its row in `Counts`, made on use; one kept across an await (a call in flight) is `stale` once
+ * its row was freed, and then writes nothing.
  */
 export class SubWindow {
-  /** This node's running total of local admissions: it only grows. */
-  admitted = 0
-  /** The part of it Redis has acknowledged. */
-  sentAdmitted = 0
-  /** Refunds and exact admissions (see `Rarer`), made the first time either is not 0. */
-  #rarer: Rarer | undefined
-  /** DENIED_HERE, DENIED_SENT and DENIED_ANYWHERE: one field for three flags (16 bytes a sub-window, `pnpm bench:memory`). */
-  #denials = 0
-  /** Σ over nodes at the last reply, and this node's part of it then. */
-  global = 0
-  mineInGlobal = 0
-  /** Units asked for here (admitted or not): this node's offered load, to project the others'. */
-  asked = 0
-  /** Window time at which the last reply's sync was sent (what the global count is as of). */
-  heardAt = Number.NEGATIVE_INFINITY
-  /** The others' growth, made the first time any of it is not 0 (see `OthersGrowth`). */
-  #others: OthersGrowth | undefined
-  /** When the others' count the rate is measured from was heard. */
-  #baseAt: number
+  readonly #counts: Counts
+  readonly #w: Slab
+  readonly #gen: number
 
   constructor(
-    /** Names the hash (see `redisKey`). */
-    readonly owner: { keyAt(start: number): string },
-    readonly start: number,
+    /** The key's counters it belongs to: they name its hash (see `redisKey`). */
+    readonly owner: PolicyCounters,
+    readonly row: number,
   ) {
-    this.#baseAt = start
+    this.#counts = owner.counts
+    this.#w = owner.counts.windows
+    this.#gen = this.#w.gen(row)
+  }
+
+  /** Its row was freed (the key dropped it, or was forgotten) since this handle was made. */
+  get stale(): boolean {
+    return this.#w.gen(this.row) !== this.#gen
+  }
+
+  get start(): number {
+    return this.#w.f(this.row, START)
+  }
+
+  /** This node's running total of local admissions: it only grows. */
+  get admitted(): number {
+    return this.#w.f(this.row, ADMITTED)
+  }
+
+  /** The part of it Redis has acknowledged. */
+  get sentAdmitted(): number {
+    return this.#w.f(this.row, SENT_ADMITTED)
+  }
+
+  /** Σ over nodes at the last reply. */
+  get global(): number {
+    return this.#w.f(this.row, GLOBAL)
+  }
+
+  /** This node's part of `global`. */
+  get mineInGlobal(): number {
+    return this.#w.f(this.row, MINE_IN_GLOBAL)
+  }
+
+  /** Units asked for here (admitted or not): this node's offered load, to project the others'. */
+  get asked(): number {
+    return this.#w.f(this.row, ASKED)
+  }
+
+  /** Window time at which the last reply's sync was sent (what the global count is as of). */
+  get heardAt(): number {
+    return this.#w.f(this.row, HEARD_AT)
   }
 
   /** This node's running total of refunds: it only grows. */
   get refunded(): number {
-    return this.#rarer?.refunded ?? 0
+    return this.#counts.rarerOf(this.row)?.refunded ?? 0
   }
 
   /** Admitted by exact decisions (Redis counted them in this node's `x:` field): it only grows. */
   get exact(): number {
-    return this.#rarer?.exact ?? 0
+    return this.#counts.rarerOf(this.row)?.exact ?? 0
   }
 
   /** The part of `refunded` Redis has acknowledged. */
   get sentRefunded(): number {
-    return this.#rarer?.sentRefunded ?? 0
+    return this.#counts.rarerOf(this.row)?.sentRefunded ?? 0
   }
 
   /** The part of `exact` Redis has acknowledged. */
   get sentExact(): number {
-    return this.#rarer?.sentExact ?? 0
-  }
-
-  #rare(): Rarer {
-    this.#rarer ??= new Rarer()
-    return this.#rarer
+    return this.#counts.rarerOf(this.row)?.sentExact ?? 0
   }
 
   /** How fast the other nodes' count grew (units per ms), from the last two replies: a projection of what they add unseen. */
   get othersRate(): number {
-    return this.#others?.rate ?? 0
+    return this.#counts.othersOf(this.row)?.rate ?? 0
   }
 
   set othersRate(rate: number) {
-    if (rate !== 0 || this.#others !== undefined) this.#growth().rate = rate
+    if (rate !== 0 || this.#counts.othersOf(this.row) !== undefined) this.#counts.growthOf(this.row).rate = rate
   }
 
   /**
@@ -112,31 +263,26 @@ export class SubWindow {
    * Redis restarted empty otherwise reports only what the nodes that resent first have sent).
    */
   get othersFloor(): number {
-    return this.#others?.floor ?? 0
+    return this.#counts.othersOf(this.row)?.floor ?? 0
   }
 
   set othersFloor(floor: number) {
-    if (floor !== 0 || this.#others !== undefined) this.#growth().floor = floor
-  }
-
-  #growth(): OthersGrowth {
-    this.#others ??= new OthersGrowth()
-    return this.#others
+    if (floor !== 0 || this.#counts.othersOf(this.row) !== undefined) this.#counts.growthOf(this.row).floor = floor
   }
 
   /** Denied here (a decision on this node found the sub-window full). */
   get deniedHere(): boolean {
-    return (this.#denials & DENIED_HERE) !== 0
+    return this.#counts.denied(this.row, DENIED_HERE)
   }
 
   /** Redis holds this node's denial. */
   get deniedSent(): boolean {
-    return (this.#denials & DENIED_SENT) !== 0
+    return this.#counts.denied(this.row, DENIED_SENT)
   }
 
   /** A node denied in this sub-window, as the last reply said. */
   get deniedAnywhere(): boolean {
-    return (this.#denials & DENIED_ANYWHERE) !== 0
+    return this.#counts.denied(this.row, DENIED_ANYWHERE)
   }
 
   /** The Redis key of this sub-window's hash, built when a call names it (per key it would be most of the key's memory). */
@@ -151,31 +297,38 @@ export class SubWindow {
    * from the sub-window's start, when every count was 0.
    */
   heard(global: number, mine: number, deniedAnywhere: boolean, at: number, interval: number): void {
+    if (this.stale) return
+    const w = this.#w
+    const { row } = this
     let others = global - mine
-    if (this.othersFloor > 0) {
-      if (others >= this.othersFloor) this.othersFloor = 0
-      else others = this.othersFloor
+    const floor = this.othersFloor
+    if (floor > 0) {
+      if (others >= floor) this.othersFloor = 0
+      else others = floor
     }
-    if (at - this.#baseAt >= interval) {
-      this.othersRate = Math.max(0, others - (this.#others?.base ?? 0)) / (at - this.#baseAt)
-      if (others !== 0 || this.#others !== undefined) this.#growth().base = others
-      this.#baseAt = at
+    const baseAt = w.f(row, BASE_AT)
+    if (at - baseAt >= interval) {
+      const growth = this.#counts.othersOf(row)
+      this.othersRate = Math.max(0, others - (growth?.base ?? 0)) / (at - baseAt)
+      if (others !== 0 || growth !== undefined) this.#counts.growthOf(row).base = others
+      w.setF(row, BASE_AT, at)
     }
-    this.heardAt = Math.max(this.heardAt, at)
-    this.global = mine + others
-    this.mineInGlobal = mine
-    if (deniedAnywhere) this.#denials |= DENIED_ANYWHERE
+    w.setF(row, HEARD_AT, Math.max(w.f(row, HEARD_AT), at))
+    w.setF(row, GLOBAL, mine + others)
+    w.setF(row, MINE_IN_GLOBAL, mine)
+    if (deniedAnywhere) this.#flag(DENIED_ANYWHERE)
   }
 
   /** Redis holds these totals of this node's now (and its denial, when `denied`). */
   acknowledge(admitted: number, refunded: number, exact: number, denied: boolean): void {
-    this.sentAdmitted = Math.max(this.sentAdmitted, admitted)
-    const rarer = this.#rarer
+    if (this.stale) return
+    this.#w.setF(this.row, SENT_ADMITTED, Math.max(this.sentAdmitted, admitted))
+    const rarer = this.#counts.rarerOf(this.row)
     if (rarer !== undefined) {
       rarer.sentRefunded = Math.max(rarer.sentRefunded, refunded)
       rarer.sentExact = Math.max(rarer.sentExact, exact)
     }
-    if (denied) this.#denials |= DENIED_SENT
+    if (denied) this.#flag(DENIED_SENT)
   }
 
   /** Redis may lose its keys (unreachable) or has (restarted empty): the others' count known now stays counted. */
@@ -185,71 +338,73 @@ export class SubWindow {
 
   /** Redis lost its keys: nothing of this node's is there any more, so all of it is news again. */
   forgetSent(): void {
-    this.sentAdmitted = 0
-    if (this.#rarer !== undefined) {
-      this.#rarer.sentRefunded = 0
-      this.#rarer.sentExact = 0
+    this.#w.setF(this.row, SENT_ADMITTED, 0)
+    const rarer = this.#counts.rarerOf(this.row)
+    if (rarer !== undefined) {
+      rarer.sentRefunded = 0
+      rarer.sentExact = 0
     }
-    this.#denials &= ~DENIED_SENT
+    this.#w.setB(this.row, FLAGS, this.#w.b(this.row, FLAGS) & ~DENIED_SENT)
   }
 
   /** Units asked for here, admitted or not. */
   ask(cost: number): void {
-    this.asked += cost
+    this.#w.setF(this.row, ASKED, this.asked + cost)
   }
 
   /** Admitted by a local decision. */
   count(cost: number): void {
-    this.admitted += cost
+    this.#w.setF(this.row, ADMITTED, this.admitted + cost)
   }
 
   /** Admitted by an exact decision: Redis counted it already. */
   countExact(cost: number): void {
-    const rarer = this.#rare()
+    if (this.stale) return
+    const rarer = this.#counts.rareOf(this.row)
     rarer.exact += cost
     rarer.sentExact += cost
-    this.global += cost
-    this.mineInGlobal += cost
+    this.#w.setF(this.row, GLOBAL, this.global + cost)
+    this.#w.setF(this.row, MINE_IN_GLOBAL, this.mineInGlobal + cost)
   }
 
   /** Takes up to `cost` off this node's count; returns what it took. */
   refund(cost: number): number {
     const taken = Math.min(cost, this.mine)
-    if (taken !== 0) this.#rare().refunded += taken
+    if (taken !== 0) this.#counts.rareOf(this.row).refunded += taken
     return taken
   }
 
   /** Denied here; `sent` when the exact script has already told Redis. */
   deny(sent = false): void {
-    this.#denials |= sent ? DENIED_HERE | DENIED_SENT : DENIED_HERE
+    if (this.stale) return
+    this.#flag(sent ? DENIED_HERE | DENIED_SENT : DENIED_HERE)
   }
 
   /** The count starts again from 0 on every node (Redis's `o` takes the sum off). */
   reset(): void {
     this.othersFloor = 0
-    this.global = 0
-    this.mineInGlobal = this.mine
-    this.#denials &= DENIED_SENT
+    this.#w.setF(this.row, GLOBAL, 0)
+    this.#w.setF(this.row, MINE_IN_GLOBAL, this.mine)
+    this.#w.setB(this.row, FLAGS, this.#w.b(this.row, FLAGS) & ~(DENIED_HERE | DENIED_ANYWHERE))
   }
 
   /** This node's net count. */
   get mine(): number {
-    return this.admitted + this.exact - this.refunded
+    return this.#counts.mine(this.row)
   }
 
   /** The global count as far as this node knows: the last reply plus what it counted since. */
   get estimate(): number {
-    return this.global - this.mineInGlobal + this.mine
+    return this.#counts.estimate(this.row)
   }
 
   /** Something Redis has not heard yet. */
   get dirty(): boolean {
-    return (
-      this.admitted > this.sentAdmitted ||
-      this.refunded > this.sentRefunded ||
-      this.exact > this.sentExact ||
-      (this.deniedHere && !this.deniedSent)
-    )
+    return this.#counts.dirty(this.row)
+  }
+
+  #flag(flag: number): void {
+    this.#w.setB(this.row, FLAGS, this.#w.b(this.row, FLAGS) | flag)
   }
 }
 
@@ -289,70 +444,96 @@ export class PolicyShape {
 }
 
 /**
- * One policy's sub-windows for one key, oldest first; older ones stay only while unsent. One per
- * key and policy id on a node, shared by every set holding a policy of that id (see `Entries`):
- * a named policy's id leaves out its limit, so sets of two plans count in the same sub-windows.
- * It keeps only what the id fixes (algorithm, geometry, where windows start); the limit a
- * decision reads is its set's policy's.
+ * One policy's sub-windows for one key; older ones stay only while unsent. One per key and policy
+ * id on a node, shared by every set holding a policy of that id (see `Entries`): a named policy's
+ * id leaves out its limit, so sets of two plans count in the same sub-windows. It keeps only what
+ * the id fixes (algorithm, geometry, where windows start); the limit a decision reads is its set's
+ * policy's. A handle on its row in `Counts` (made by `Counts.make`), like `SubWindow`; its
+ * sub-windows are a list from the newest back.
  */
 export class PolicyCounters {
+  readonly #rows: Slab
+  readonly #w: Slab
+  readonly #gen: number
+
+  constructor(
+    readonly counts: Counts,
+    readonly row: number,
+    readonly shape: PolicyShape,
+    /** The key counted. */
+    readonly key: string,
+  ) {
+    this.#rows = counts.rows
+    this.#w = counts.windows
+    this.#gen = this.#rows.gen(row)
+  }
+
+  /** Its row was freed (the key was forgotten) since this handle was made. */
+  get stale(): boolean {
+    return this.#rows.gen(this.row) !== this.#gen
+  }
+
   /**
-   * Replaced, not grown, when a sub-window is added or dropped, by `slice` and `concat`, which
-   * allocate what they hold: `push`, spread and `filter` leave spare room (16 slots on an array
-   * grown by one): 136 bytes a key of `pnpm bench:memory`'s SyncedStore rows.
+   * Which of this node's fields in those hashes hold these counters' running totals (see
+   * `FIELD_LUA`): counters made again for a key the store forgot start from 0, so they must not
+   * write where the forgotten ones' larger totals are.
    */
-  windows: readonly SubWindow[] = NONE
+  get incarnation(): number {
+    return this.#rows.i(this.row, INCARNATION)
+  }
+
   /**
    * The limit of the last decision here, for the sync loop's thresholds (which key to watch, which
    * may hold its news); a plan change moves it with the first decision under the new limit.
    */
-  limit: number
-  /** How many entries (key and set) hold these counters; the store forgets them with the last. */
-  holders = 0
-  /** HEARD and PENDING: one field for two flags (8 bytes a key and policy, `pnpm bench:memory`). */
-  #flags = 0
-  /** Window time of the last decision on this key here. */
-  usedAt = Number.NEGATIVE_INFINITY
-  /**
-   * Units asked for here in the newest sub-window dropped so far, and its start: this node's offered
-   * rate there is the first over the span (a count, not the rate: V8 boxes a fractional field, 16
-   * bytes a key and policy).
-   */
-  #lastAsked = 0
-  #lastAskedStart = Number.NEGATIVE_INFINITY
+  get limit(): number {
+    return this.#rows.f(this.row, LIMIT)
+  }
 
-  constructor(
-    readonly shape: PolicyShape,
-    /** The key counted. */
-    readonly key: string,
-    /** The limit of the first decision (see `limit`). */
-    limit: number,
-    /**
-     * Which of this node's fields in those hashes hold these counters' running totals (see
-     * `FIELD_LUA`): counters made again for a key the store forgot start from 0, so they must not
-     * write where the forgotten ones' larger totals are.
-     */
-    readonly incarnation = 0,
-  ) {
-    this.limit = limit
+  set limit(limit: number) {
+    this.#rows.setF(this.row, LIMIT, limit)
+  }
+
+  /** How many entries (key and set) hold these counters; the store forgets them with the last. */
+  get holders(): number {
+    return this.#rows.i(this.row, HOLDERS)
+  }
+
+  set holders(holders: number) {
+    this.#rows.setI(this.row, HOLDERS, holders)
+  }
+
+  /** Window time of the last decision on this key here. */
+  get usedAt(): number {
+    return this.#rows.f(this.row, USED_AT)
+  }
+
+  set usedAt(at: number) {
+    this.#rows.setF(this.row, USED_AT, at)
   }
 
   /** Redis has answered for this key (a sync or an exact call) since this node began counting it. */
   get heard(): boolean {
-    return (this.#flags & HEARD) !== 0
+    return (this.#rows.b(this.row, 0) & HEARD) !== 0
   }
 
   set heard(heard: boolean) {
-    this.#flags = heard ? this.#flags | HEARD : this.#flags & ~HEARD
+    this.#setFlag(HEARD, heard)
   }
 
   /** Waiting in the sync loop's list of what changed here since the last sync. */
   get pending(): boolean {
-    return (this.#flags & PENDING) !== 0
+    return (this.#rows.b(this.row, 0) & PENDING) !== 0
   }
 
   set pending(pending: boolean) {
-    this.#flags = pending ? this.#flags | PENDING : this.#flags & ~PENDING
+    this.#setFlag(PENDING, pending)
+  }
+
+  #setFlag(flag: number, on: boolean): void {
+    if (this.stale) return
+    const flags = this.#rows.b(this.row, 0)
+    this.#rows.setB(this.row, 0, on ? flags | flag : flags & ~flag)
   }
 
   /** The policy id these counters are kept under. */
@@ -373,37 +554,72 @@ export class PolicyCounters {
     return this.shape.keyAt(this.key, start)
   }
 
+  /** The sub-windows, oldest first: a new array, for what visits them all (syncs, tests). */
+  get windows(): SubWindow[] {
+    const all: SubWindow[] = []
+    for (let w = this.#newest; w !== NONE; w = this.#w.i(w, OLDER)) all.push(new SubWindow(this, w))
+    return all.reverse()
+  }
+
+  /** Whether any sub-window is kept. */
+  get kept(): boolean {
+    return this.#newest !== NONE
+  }
+
+  /** Whether any sub-window holds something Redis has not heard yet. */
+  get dirty(): boolean {
+    for (let w = this.#newest; w !== NONE; w = this.#w.i(w, OLDER)) if (this.counts.dirty(w)) return true
+    return false
+  }
+
+  get #newest(): number {
+    return this.#rows.i(this.row, NEWEST)
+  }
+
   /** The sub-window starting at `start`, made if missing (kept in start order). */
   at(start: number): SubWindow {
-    const { windows } = this
-    const newest = windows[windows.length - 1]
-    if (newest !== undefined && newest.start === start) return newest
-    for (let i = windows.length - 1; i >= 0; i--) {
-      const w = windows[i] as SubWindow
-      if (w.start === start) return w
-      if (w.start < start) {
-        const made = new SubWindow(this, start)
-        // A hot key stays hot: the new sub-window starts from the last one's rate.
-        made.othersRate = w.othersRate
-        this.windows = windows.slice(0, i + 1).concat(made, windows.slice(i + 1))
-        return made
-      }
+    const w = this.#w
+    let newer = NONE
+    let older = this.#newest
+    while (older !== NONE) {
+      const at = w.f(older, START)
+      if (at === start) return new SubWindow(this, older)
+      if (at < start) break
+      newer = older
+      older = w.i(older, OLDER)
     }
-    const made = new SubWindow(this, start)
-    this.windows = [made].concat(windows)
-    return made
+    const made = w.alloc()
+    w.setF(made, START, start)
+    w.setF(made, HEARD_AT, Number.NEGATIVE_INFINITY)
+    w.setF(made, BASE_AT, start)
+    w.setI(made, OLDER, older)
+    if (newer === NONE) this.#rows.setI(this.row, NEWEST, made)
+    else w.setI(newer, OLDER, made)
+    const window = new SubWindow(this, made)
+    // A hot key stays hot: the new sub-window starts from the last one's rate.
+    if (older !== NONE) window.othersRate = this.counts.othersOf(older)?.rate ?? 0
+    return window
   }
 
   /** Whether Redis has answered for the key's current sub-window at `now` (a sync or an exact call heard its count). */
   heardIn(now: number): boolean {
-    const current = this.find(this.currentStart(now))
-    return current !== undefined && current.heardAt > Number.NEGATIVE_INFINITY
+    const current = this.#rowAt(this.currentStart(now))
+    return current !== NONE && this.#w.f(current, HEARD_AT) > Number.NEGATIVE_INFINITY
   }
 
   find(start: number): SubWindow | undefined {
-    const { windows } = this
-    for (let i = windows.length - 1; i >= 0; i--) if ((windows[i] as SubWindow).start === start) return windows[i]
-    return undefined
+    const row = this.#rowAt(start)
+    return row === NONE ? undefined : new SubWindow(this, row)
+  }
+
+  #rowAt(start: number): number {
+    const w = this.#w
+    for (let row = this.#newest; row !== NONE; row = w.i(row, OLDER)) {
+      const at = w.f(row, START)
+      if (at === start) return row
+      if (at < start) return NONE
+    }
+    return NONE
   }
 
   /**
@@ -415,21 +631,23 @@ export class PolicyCounters {
    * count plus this growth, so a stale key near its limit goes exact.
    */
   unseen(now: number, liveNodes: number, interval: number, lag: number): number {
+    const w = this.#w
     const start = this.currentStart(now)
-    const current = this.find(start)
-    const previous = this.find(start - this.geometry.span)
     const { span } = this.geometry
+    const current = this.#rowAt(start)
+    const previous = this.#rowAt(start - span)
+    const asked = current === NONE ? 0 : w.f(current, ASKED)
     const elapsed = now - start
     let rate: number
-    if (previous !== undefined) rate = ((current?.asked ?? 0) + previous.asked) / (elapsed + span)
-    else if (this.#lastAskedStart >= start - 2 * span)
-      rate = ((current?.asked ?? 0) + this.#lastAsked) / (elapsed + span)
+    if (previous !== NONE) rate = (asked + w.f(previous, ASKED)) / (elapsed + span)
+    else if (this.#rows.f(this.row, LAST_ASKED_START) >= start - 2 * span)
+      rate = (asked + this.#rows.f(this.row, LAST_ASKED)) / (elapsed + span)
     // No history: the rate so far in this sub-window, over at least an interval.
-    else rate = (current?.asked ?? 0) / Math.max(elapsed, interval)
-    const since = now - Math.max(current?.heardAt ?? start, start)
+    else rate = asked / Math.max(elapsed, interval)
+    const since = now - Math.max(current === NONE ? start : w.f(current, HEARD_AT), start)
     const staleness = interval + lag + Math.max(interval, since)
     const byRate = (liveNodes - 1) * rate * staleness
-    const byGrowth = (current?.othersRate ?? 0) * staleness
+    const byGrowth = (current === NONE ? 0 : (this.counts.othersOf(current)?.rate ?? 0)) * staleness
     return Math.max(byRate, byGrowth)
   }
 
@@ -454,27 +672,29 @@ export class PolicyCounters {
     const oldest = this.currentStart(now) - (depth - 1) * span
     if (admittedAt !== undefined) {
       const counted = this.#newestCounted(now)
-      if (counted === undefined) return
+      if (counted === NONE) return
       const admittedIn = this.currentStart(admittedAt)
       // A fixed window gives back only in the window of the admission; a sliding window's newest sub-window stands for later times.
-      const into = this.algorithm === 'sliding-window' ? Math.min(admittedIn, counted.start) : admittedIn
+      const into = this.algorithm === 'sliding-window' ? Math.min(admittedIn, this.#w.f(counted, START)) : admittedIn
       if (into >= oldest) this.find(into)?.refund(cost)
       return
     }
     let left = cost
-    for (let i = this.windows.length - 1; i >= 0 && left > 0; i--) {
-      const w = this.windows[i] as SubWindow
-      if (w.start >= oldest && w.start <= now) left -= w.refund(left)
+    for (let row = this.#newest; row !== NONE && left > 0; row = this.#w.i(row, OLDER)) {
+      const start = this.#w.f(row, START)
+      if (start >= oldest && start <= now) left -= new SubWindow(this, row).refund(left)
     }
   }
 
   /** The newest sub-window up to `now` that this node admitted into (what core's state starts at). */
-  #newestCounted(now: number): SubWindow | undefined {
-    for (let i = this.windows.length - 1; i >= 0; i--) {
-      const w = this.windows[i] as SubWindow
-      if (w.start <= now && w.admitted + w.exact > 0) return w
+  #newestCounted(now: number): number {
+    const w = this.#w
+    for (let row = this.#newest; row !== NONE; row = w.i(row, OLDER)) {
+      if (w.f(row, START) > now) continue
+      const rarer = this.counts.rarerOf(row)
+      if (w.f(row, ADMITTED) + (rarer?.exact ?? 0) > 0) return row
     }
-    return undefined
+    return NONE
   }
 
   /** Starts every sub-window of the estimate at `now` again from 0; those sub-windows. */
@@ -502,12 +722,13 @@ export class PolicyCounters {
    * reported none.
    */
   trafficShare(now: number): number | undefined {
+    const w = this.#w
     let mine = 0
     let global = 0
-    for (const w of this.windows) {
-      if (!this.live(w, now)) continue
-      mine += w.mineInGlobal
-      global += w.global
+    for (let row = this.#newest; row !== NONE; row = w.i(row, OLDER)) {
+      if (!this.#liveAt(row, now)) continue
+      mine += w.f(row, MINE_IN_GLOBAL)
+      global += w.f(row, GLOBAL)
     }
     return global > 0 ? Math.min(1, Math.max(0, mine / global)) : undefined
   }
@@ -519,8 +740,12 @@ export class PolicyCounters {
 
   /** Whether a sub-window still weighs in an estimate at `now`. */
   live(w: SubWindow, now: number): boolean {
+    return this.#liveAt(w.row, now)
+  }
+
+  #liveAt(row: number, now: number): boolean {
     const { span, depth } = this.geometry
-    return w.start + span * depth > now
+    return this.#w.f(row, START) + span * depth > now
   }
 
   /**
@@ -530,29 +755,37 @@ export class PolicyCounters {
   unsent(now: number): number {
     const current = this.currentStart(now)
     let units = 0
-    for (const w of this.windows) {
-      if (!w.dirty) continue
+    for (let row = this.#newest; row !== NONE; row = this.#w.i(row, OLDER)) {
+      if (!this.counts.dirty(row)) continue
+      const w = new SubWindow(this, row)
       if (w.start !== current || (w.deniedHere && !w.deniedSent)) return Number.POSITIVE_INFINITY
       units += w.admitted - w.sentAdmitted + w.refunded - w.sentRefunded + w.exact - w.sentExact
     }
     return units
   }
 
-  /** Drops sub-windows that no estimate reads and Redis has heard in full. */
+  /** Drops sub-windows that no estimate reads and Redis has heard in full: their rows are reused. */
   prune(now: number): void {
-    const { windows } = this
-    let kept = 0
-    for (let i = windows.length - 1; i >= 0; i--) {
-      const w = windows[i] as SubWindow
-      if (!this.live(w, now) && !w.dirty) {
-        if (w.start > this.#lastAskedStart) {
-          this.#lastAsked = w.asked
-          this.#lastAskedStart = w.start
+    if (this.stale) return
+    const w = this.#w
+    const rows = this.#rows
+    let newer = NONE
+    let row = this.#newest
+    while (row !== NONE) {
+      const older = w.i(row, OLDER)
+      if (this.#liveAt(row, now) || this.counts.dirty(row)) newer = row
+      else {
+        const start = w.f(row, START)
+        if (start > rows.f(this.row, LAST_ASKED_START)) {
+          rows.setF(this.row, LAST_ASKED, w.f(row, ASKED))
+          rows.setF(this.row, LAST_ASKED_START, start)
         }
-      } else kept++
+        if (newer === NONE) rows.setI(this.row, NEWEST, older)
+        else w.setI(newer, OLDER, older)
+        this.counts.dropWindow(row)
+      }
+      row = older
     }
-    if (kept < windows.length)
-      this.windows = kept === 0 ? NONE : windows.filter((w) => this.live(w, now) || w.dirty).slice()
   }
 
   /**
@@ -560,11 +793,12 @@ export class PolicyCounters {
    * reads, or those sub-windows' counts summed at `near` of the limit or more.
    */
   pressing(now: number, near: number): boolean {
+    const { counts } = this
     let total = 0
-    for (const w of this.windows) {
-      if (!this.live(w, now)) continue
-      if (w.deniedAnywhere || w.deniedHere) return true
-      total += w.estimate
+    for (let row = this.#newest; row !== NONE; row = this.#w.i(row, OLDER)) {
+      if (!this.#liveAt(row, now)) continue
+      if (counts.denied(row, DENIED_ANYWHERE | DENIED_HERE)) return true
+      total += counts.estimate(row)
     }
     return total >= near * this.limit
   }
@@ -576,15 +810,18 @@ export class PolicyCounters {
     const { span, depth } = this.geometry
     // Window time that stepped back up to a window reads the counts where they are, as if no time
     // passed (core's rule for a stored start ahead of the clock): a spent quota stays spent.
-    const newest = this.windows[this.windows.length - 1]
-    if (newest !== undefined && newest.start > start && newest.start - start <= span * (depth - 1)) start = newest.start
+    const newest = this.#newest
+    if (newest !== NONE) {
+      const newestStart = this.#w.f(newest, START)
+      if (newestStart > start && newestStart - start <= span * (depth - 1)) start = newestStart
+    }
     const counts: number[] = []
     for (let i = depth - 1; i >= 0; i--) counts.push(this.#countAt(start - i * span, own))
     return { start, counts }
   }
 
   #countAt(start: number, own: boolean): number {
-    const w = this.find(start)
-    return w === undefined ? 0 : own ? w.mine : w.estimate
+    const row = this.#rowAt(start)
+    return row === NONE ? 0 : own ? this.counts.mine(row) : this.counts.estimate(row)
   }
 }

@@ -1,22 +1,47 @@
 import type { Policy, PolicySet } from '@sluice/core'
 import type { Outcome } from '@sluice/core/store'
-import type { PolicyCounters } from './counters.js'
+import type { Counts, PolicyCounters, PolicyShape } from './counters.js'
+import { Slab } from './slab.js'
 
-/** One key under one policy set: a PolicyCounters per policy, in the set's order. */
-export interface Entry {
-  readonly counters: PolicyCounters[]
+/** Each set's entries: the row of each key's entry, whose columns are its counters' rows, in the set's order. */
+interface SetEntries {
+  readonly byKey: Map<string, number>
+  readonly rows: Slab
+  /** The shapes of the set's policies, in order: an entry's counters' (rows hold only numbers). */
+  readonly shapes: readonly PolicyShape[]
+}
+
+/** An entry's byte column: see `Entry.used`. */
+const USED = 0
+
+/** One key under one policy set: a PolicyCounters per policy, in the set's order (a handle on its row). */
+export class Entry {
+  constructor(
+    readonly key: string,
+    readonly counters: PolicyCounters[],
+    readonly rows: Slab,
+    readonly row: number,
+  ) {}
+
   /**
    * Passes of eviction's sweep the entry survives unused (see `Entries.evictOne`): each decision
    * after the first adds one, up to MAX_USES, each pass that evicts takes one. A key used once (a
    * flood's) goes at the sweep's first pass; a busy one outlasts MAX_USES passes without a decision.
    */
-  used: number
+  get used(): number {
+    return this.rows.b(this.row, USED)
+  }
+
+  set used(used: number) {
+    this.rows.setB(this.row, USED, used)
+  }
 }
 
 /**
  * The store's entries by policy set, then key: a decision finds its entry with two lookups on
  * strings it already has, instead of building a joined id each time. Iteration and eviction go
- * set by set, each in insertion order.
+ * set by set, each in insertion order. An entry is a row of a slab per set (its counters' rows),
+ * the map giving the row: no object per key (see `Counts`).
  *
  * Counters are per key and policy id, not per set: two sets holding a policy of the same id (two
  * plans of one named policy, or one policy in two limiters) share one PolicyCounters, so a node
@@ -26,24 +51,30 @@ export interface Entry {
  * (`pnpm bench:memory`, SyncedStore rows).
  */
 export class Entries {
-  readonly #bySet = new Map<string, Map<string, Entry>>()
+  readonly #bySet = new Map<string, SetEntries>()
   #size = 0
-  #cursor: Generator<[Map<string, Entry>, string, Entry]> | undefined
+  #cursor: Generator<[SetEntries, string, number]> | undefined
+
+  constructor(readonly counts: Counts) {}
 
   get size(): number {
     return this.#size
   }
 
   get(key: string, set: PolicySet): Entry | undefined {
-    return this.#bySet.get(set.id)?.get(key)
+    const entries = this.#bySet.get(set.id)
+    const row = entries?.byKey.get(key)
+    return row === undefined ? undefined : this.#entry(entries as SetEntries, key, row)
   }
 
   /** The counters of `key` under policy id `id`, whichever set made them. */
   counters(key: string, id: string): PolicyCounters | undefined {
-    for (const byKey of this.#bySet.values()) {
-      const entry = byKey.get(key)
-      const counters = entry === undefined ? undefined : withId(entry.counters, id)
-      if (counters !== undefined) return counters
+    for (const { byKey, rows, shapes } of this.#bySet.values()) {
+      const row = byKey.get(key)
+      if (row === undefined) continue
+      for (const [i, shape] of shapes.entries()) {
+        if (shape.id === id) return this.counts.counters(rows.i(row, i), shape, key)
+      }
     }
     return undefined
   }
@@ -55,32 +86,35 @@ export class Entries {
   add(key: string, set: PolicySet, make: (policy: Policy) => PolicyCounters): Entry {
     // One set (the usual store) has no other entry of the key to share with.
     const shared = this.#bySet.size > 1 || !this.#bySet.has(set.id)
-    const entry: Entry = {
-      used: 0,
-      counters: set.policies.map((policy) => {
-        const counters = (shared ? this.counters(key, policy.id) : undefined) ?? make(policy)
-        counters.holders++
-        return counters
-      }),
+    const counters = set.policies.map((policy) => {
+      const kept = (shared ? this.counters(key, policy.id) : undefined) ?? make(policy)
+      kept.holders++
+      return kept
+    })
+    let entries = this.#bySet.get(set.id)
+    if (entries === undefined) {
+      const rows = new Slab({ floats: 0, ints: counters.length, bytes: 1, generations: false })
+      entries = { byKey: new Map(), rows, shapes: counters.map((c) => c.shape) }
+      this.#bySet.set(set.id, entries)
     }
-    let byKey = this.#bySet.get(set.id)
-    if (byKey === undefined) {
-      byKey = new Map()
-      this.#bySet.set(set.id, byKey)
-    }
-    byKey.set(key, entry)
+    const row = entries.rows.alloc()
+    for (const [i, c] of counters.entries()) entries.rows.setI(row, i, c.row)
+    entries.byKey.set(key, row)
     this.#size++
-    return entry
+    return new Entry(key, counters, entries.rows, row)
   }
 
   /** Visits every entry: O(keys), for rare events only (Redis lost its keys). */
   visitAll(visit: (entry: Entry) => void): void {
-    for (const byKey of this.#bySet.values()) for (const entry of byKey.values()) visit(entry)
+    for (const entries of this.#bySet.values()) {
+      for (const [key, row] of entries.byKey) visit(this.#entry(entries, key, row))
+    }
   }
 
   /**
    * Visits up to `count` entries, going on where the last call stopped (a pass over all of them is
-   * spread over many calls, so no call costs O(keys)), dropping those `visit` returns false for.
+   * spread over many calls, so no call costs O(keys)), dropping those `visit` returns false for;
+   * counters no other entry holds are forgotten with them.
    */
   sweepSome(count: number, visit: (entry: Entry) => boolean): void {
     for (let i = 0; i < count; i++) {
@@ -90,18 +124,18 @@ export class Entries {
         this.#cursor = undefined
         return
       }
-      const [byKey, key, entry] = next.value
-      if (visit(entry)) continue
-      byKey.delete(key)
-      this.#release(entry)
+      const [entries, key, row] = next.value
+      if (visit(this.#entry(entries, key, row))) continue
+      entries.byKey.delete(key)
+      for (const counters of this.#release(entries, key, row)) this.counts.forget(counters)
     }
   }
 
-  /** Every entry with its map, set by set; Map iteration survives deleting the current key. */
-  *#walk(): Generator<[Map<string, Entry>, string, Entry]> {
-    for (const [id, byKey] of this.#bySet) {
-      for (const [key, entry] of byKey) yield [byKey, key, entry]
-      if (byKey.size === 0) this.#bySet.delete(id)
+  /** Every entry with its set's entries, set by set; Map iteration survives deleting the current key. */
+  *#walk(): Generator<[SetEntries, string, number]> {
+    for (const [id, entries] of this.#bySet) {
+      for (const [key, row] of entries.byKey) yield [entries, key, row]
+      if (entries.byKey.size === 0) this.#bySet.delete(id)
     }
   }
 
@@ -109,32 +143,35 @@ export class Entries {
    * Drops one entry by a clock sweep over each set's entries: one with uses left (see
    * `Entry.used`), or that `keep` accepts, goes to the back of its set, so eviction goes by
    * recency and frequency of use and a kept entry is not looked at again before the others.
-   * Returns the key dropped and the counters forgotten with it (those no other entry holds);
-   * undefined when a whole turn found none to drop, and then the uses it passed are given back:
-   * a turn over keys that cannot go yet (unsent counts) must not wear out a busy key's. With
-   * `wear` (the store synced and still found none), turns go on until the uses are worn out.
+   * Returns the key dropped and the counters no other entry holds (the caller forgets them or
+   * keeps them as ghosts); undefined when a whole turn found none to drop, and then the uses it
+   * passed are given back: a turn over keys that cannot go yet (unsent counts) must not wear out a
+   * busy key's. With `wear` (the store synced and still found none), turns go on until the uses
+   * are worn out.
    */
   evictOne(keep: (entry: Entry) => boolean, wear = false): { key: string; forgotten: PolicyCounters[] } | undefined {
     const passed: Entry[] = []
     const turns = wear ? MAX_USES + 1 : 1
-    for (const [id, byKey] of this.#bySet) {
+    for (const [id, entries] of this.#bySet) {
+      const { byKey } = entries
       for (let looked = 0, size = byKey.size; looked < turns * size; looked++) {
         const first = byKey.entries().next()
         if (first.done === true) break
-        const [key, entry] = first.value
+        const [key, row] = first.value
         byKey.delete(key)
+        const entry = this.#entry(entries, key, row)
         // A kept entry (unsent counts, limited) keeps its uses: only a pass that could drop it counts.
         if (keep(entry)) {
-          byKey.set(key, entry)
+          byKey.set(key, row)
           continue
         }
         if (entry.used > 0) {
           entry.used--
           passed.push(entry)
-          byKey.set(key, entry)
+          byKey.set(key, row)
           continue
         }
-        const forgotten = this.#release(entry)
+        const forgotten = this.#release(entries, key, row)
         if (byKey.size === 0) this.#bySet.delete(id)
         return { key, forgotten }
       }
@@ -143,11 +180,19 @@ export class Entries {
     return undefined
   }
 
-  /** A dropped entry: counters no other entry holds are forgotten with it; those counters. */
-  #release(entry: Entry): PolicyCounters[] {
+  #entry(entries: SetEntries, key: string, row: number): Entry {
+    const { rows, shapes } = entries
+    const counters: PolicyCounters[] = []
+    for (const [i, shape] of shapes.entries()) counters.push(this.counts.counters(rows.i(row, i), shape, key))
+    return new Entry(key, counters, rows, row)
+  }
+
+  /** A dropped entry's row is freed; the counters no other entry holds, returned. */
+  #release(entries: SetEntries, key: string, row: number): PolicyCounters[] {
     this.#size--
     const forgotten: PolicyCounters[] = []
-    for (const counters of entry.counters) if (--counters.holders === 0) forgotten.push(counters)
+    for (const counters of this.#entry(entries, key, row).counters) if (--counters.holders === 0) forgotten.push(counters)
+    entries.rows.free(row)
     return forgotten
   }
 }
@@ -170,10 +215,4 @@ export function markDenied(entry: Entry, now: number, outcomes: readonly Outcome
   for (const [i, counters] of entry.counters.entries()) {
     if (!(outcomes[i] as Outcome).allowed) counters.at(counters.currentStart(now)).deny()
   }
-}
-
-/** The counters of policy id `id` among a key's few. */
-function withId(all: readonly PolicyCounters[], id: string): PolicyCounters | undefined {
-  for (const counters of all) if (counters.id === id) return counters
-  return undefined
 }

@@ -49,6 +49,8 @@ export class ExactPath {
     const sent = windows.map((w) => w.admitted)
     const sentExact = windows.map((w) => w.exact)
     const sentRefunded = windows.map((w) => w.refunded)
+    // What the counts say as sent: the answer if the key is forgotten while the call is out.
+    const prior = evaluate(statesOf(entry, now, false), now, set, cost)
     const call = run(this.client, EXACT, keys, args) as Promise<number[]>
     let reply: number[] | undefined
     try {
@@ -57,6 +59,11 @@ export class ExactPath {
       this.#takeBackIfAdmitted(call, entry, now, cost)
     }
     const decided = reply === undefined ? undefined : readExact(reply)
+    // Forgotten while the call was out (its rows may be another key's now): Redis's answer stands, on the counts as sent.
+    if (entry.counters.some((counters) => counters.stale)) {
+      if (decided?.admitted !== true) return prior.outcomes.map(deniedAnyway)
+      return prior.allowed ? prior.outcomes : prior.outcomes.map(admittedAnyway)
+    }
     if (decided === undefined) {
       // Slow or failing Redis on a key near its limit: deny (the safe side). Once syncs fail too,
       // the node is degraded and decides alone on its share without asking. Not marked denied:

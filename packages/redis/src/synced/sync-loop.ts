@@ -69,8 +69,8 @@ export class SyncLoop {
    */
   #changed: PolicyCounters[] = []
   #changedSince: number[] = []
-  /** Counters used here lately whose count is near their limit: read at every sync while so. */
-  readonly #watched = new Set<PolicyCounters>()
+  /** Counters used here lately whose count is near their limit, by row: read at every sync while so. */
+  readonly #watched = new Map<number, PolicyCounters>()
   #lastTick = Number.NEGATIVE_INFINITY
   /** Degraded since the last good sync: the others' counts known when it began are held. */
   #outage = false
@@ -120,6 +120,8 @@ export class SyncLoop {
 
   /** A decision here on `counters` at window time `now`: the next sync carries it. */
   touch(counters: PolicyCounters, now: number): void {
+    // Counters forgotten while a call carrying them was out: their row is another key's now.
+    if (counters.stale) return
     counters.usedAt = now
     if (counters.pending) return
     counters.pending = true
@@ -297,22 +299,25 @@ export class SyncLoop {
       this.#changed = []
       this.#changedSince = []
       for (const counters of changed) {
+        // Forgotten since (evicted or swept): nothing of it is kept to send.
+        if (counters.stale) continue
         counters.pending = false
         add(counters)
       }
     }
     if (this.#watched.size > 0) {
-      const sent = new Set(changed)
-      for (const counters of this.#watched) {
-        if (now - counters.usedAt > WATCH_MS) this.#watched.delete(counters)
-        else if (!sent.has(counters)) add(counters)
+      const sent = new Set<number>()
+      for (const counters of changed) if (!counters.stale) sent.add(counters.row)
+      for (const [row, counters] of this.#watched) {
+        if (counters.stale || now - counters.usedAt > WATCH_MS) this.#watched.delete(row)
+        else if (!sent.has(row)) add(counters)
       }
     }
     this.entries.sweepSome(SWEPT_PER_SYNC, (entry) => {
       let kept = false
       for (const counters of entry.counters) {
         counters.prune(now)
-        if (counters.windows.length > 0) kept = true
+        if (counters.kept) kept = true
       }
       return kept
     })
@@ -342,17 +347,22 @@ export class SyncLoop {
     // Redis lost its keys: hold what is known of the others before this reply's counts replace it.
     const lost = group.some(
       ({ window, counters }, i) =>
-        windows[i]?.created === true && counters.live(window, now) && window.sentAdmitted + window.sentExact > 0,
+        windows[i]?.created === true &&
+        !window.stale &&
+        counters.live(window, now) &&
+        window.sentAdmitted + window.sentExact > 0,
     )
     if (lost) this.#resendAll(now)
     for (const [i, sent] of group.entries()) {
       const { window, counters } = sent
+      // Dropped while the call was out (its row may be another key's now): nothing here to record.
+      if (window.stale) continue
       const heard = windows[i] as HeardWindow
       window.acknowledge(sent.admitted, sent.refunded, sent.exact, sent.denied)
       window.heard(heard.global, sent.admitted - sent.refunded + heard.exact, heard.denied, now, this.interval)
       counters.heard = true
       if (window.start !== counters.currentStart(now)) continue
-      if (this.#near(counters, window)) this.#watched.add(counters)
+      if (this.#near(counters, window)) this.#watched.set(counters.row, counters)
       // Hot: the other nodes decide their first request on it exactly (see `HotKeys`).
       if (counters.pressing(now, WATCH_FROM * this.exactAbove)) {
         const { span, depth } = counters.geometry
@@ -361,7 +371,7 @@ export class SyncLoop {
     }
     // A past sub-window Redis now has in full goes at once, not when the key is next used or swept
     // (what `collect` would drop before reading it): SyncedStore busy-keys rows of `pnpm bench:memory`.
-    for (const { window, counters } of group) if (!counters.live(window, now)) counters.prune(now)
+    for (const { window, counters } of group) if (!window.stale && !counters.live(window, now)) counters.prune(now)
   }
 
   /**

@@ -8,7 +8,7 @@ import { RESET_LUA, resetCall, type SentWindow } from '../lua/sync.js'
 import { RedisStore } from '../redis-store.js'
 import { BUCKETS, BucketPath } from './buckets.js'
 import { SyncClock } from './clock.js'
-import { PolicyCounters, PolicyShape, type SubWindow } from './counters.js'
+import { Counts, type PolicyCounters, PolicyShape, type SubWindow } from './counters.js'
 import { countIn, Entries, type Entry, MAX_USES, markDenied, statesOf } from './entries.js'
 import { EXACT_TIMEOUT_MS, ExactPath } from './exact.js'
 import { Fleet } from './fleet.js'
@@ -77,7 +77,8 @@ export class SyncedStore implements Store {
   readonly #exact: ExactPath
   readonly #buckets: BucketPath
   readonly #shares: Shares
-  readonly #entries = new Entries()
+  readonly #counts = new Counts()
+  readonly #entries = new Entries(this.#counts)
   readonly #counted = new WeakMap<PolicySet, boolean>()
   /** Each policy id's shape, shared by every key's counters of that id (ids are few: the limiters' policies). */
   readonly #shapes = new Map<string, PolicyShape>()
@@ -245,9 +246,14 @@ export class SyncedStore implements Store {
     const now = this.#clock.time()
     const sent: (SentWindow & { window: SubWindow })[] = []
     const counters = this.#countersIn(key, set)
+    /** Counters this node never made (the key was counted elsewhere): they only name the hashes to reset. */
+    const namers: PolicyCounters[] = []
     for (const [i, policy] of set.policies.entries()) {
-      // Counters this node never made (the key was counted elsewhere) only name the hashes to reset.
-      const policyCounters = counters[i] ?? this.#ghosts.get(ghostId(key, policy.id)) ?? this.#countersOf(key, policy)
+      let policyCounters = counters[i] ?? this.#ghosts.get(ghostId(key, policy.id))
+      if (policyCounters === undefined) {
+        policyCounters = this.#countersOf(key, policy)
+        namers.push(policyCounters)
+      }
       for (const window of policyCounters.reset(now)) {
         const { redisKey, admitted, refunded, exact } = window
         const { incarnation } = policyCounters
@@ -263,8 +269,12 @@ export class SyncedStore implements Store {
       }
     }
     const { keys, args } = resetCall(this.nodeId, sent)
-    await run(this.#client, RESET, keys, args)
-    for (const { window, admitted, refunded, exact } of sent) window.acknowledge(admitted, refunded, exact, false)
+    try {
+      await run(this.#client, RESET, keys, args)
+      for (const { window, admitted, refunded, exact } of sent) window.acknowledge(admitted, refunded, exact, false)
+    } finally {
+      for (const namer of namers) this.#counts.forget(namer)
+    }
   }
 
   /**
@@ -289,7 +299,7 @@ export class SyncedStore implements Store {
     await withTimeout(work, CLOSE_TIMEOUT_MS).catch(() => undefined)
     let unsentKeys = 0
     this.#entries.visitAll((entry) => {
-      if (entry.counters.some((c) => c.windows.some((w) => w.dirty))) unsentKeys++
+      if (entry.counters.some((c) => c.dirty)) unsentKeys++
     })
     const unreturnedLeases = this.#buckets.unreturned
     return { complete: left && unsentKeys === 0 && unreturnedLeases === 0, unsentKeys, unreturnedLeases, left }
@@ -461,7 +471,7 @@ export class SyncedStore implements Store {
       shape = new PolicyShape(policy.id, policy, (k, start) => `${prefix}{${hashTag(k)}${tail}${start}`)
       this.#shapes.set(policy.id, shape)
     }
-    return new PolicyCounters(shape, key, policy.limit, this.#incarnation)
+    return this.#counts.make(shape, key, policy.limit, this.#incarnation)
   }
 
   /**
@@ -479,7 +489,7 @@ export class SyncedStore implements Store {
     const now = this.#clock.time()
     const near = WATCH_FROM * this.exactAbove
     const dropped = this.#entries.evictOne(
-      (entry) => entry.counters.some((c) => c.pressing(now, near) || c.windows.some((w) => w.dirty)),
+      (entry) => entry.counters.some((c) => c.pressing(now, near) || c.dirty),
       wear,
     )
     if (dropped === undefined) return false
@@ -488,15 +498,16 @@ export class SyncedStore implements Store {
     for (const counters of dropped.forgotten) {
       counters.prune(now)
       // Nothing an estimate reads: new counters write to hashes of their own anyway.
-      if (counters.windows.length === 0) continue
-      if (ghosts === 0) {
-        this.#incarnation++
+      if (!counters.kept || ghosts === 0) {
+        if (counters.kept) this.#incarnation++
+        this.#counts.forget(counters)
         continue
       }
       if (this.#ghosts.size >= ghosts) {
-        const oldest = this.#ghosts.keys().next()
+        const oldest = this.#ghosts.entries().next()
         if (oldest.done !== true) {
-          this.#ghosts.delete(oldest.value)
+          this.#ghosts.delete(oldest.value[0])
+          this.#counts.forget(oldest.value[1])
           this.#incarnation++
         }
       }
