@@ -191,7 +191,8 @@ export class Entries {
   #release(entries: SetEntries, key: string, row: number): PolicyCounters[] {
     this.#size--
     const forgotten: PolicyCounters[] = []
-    for (const counters of this.#entry(entries, key, row).counters) if (--counters.holders === 0) forgotten.push(counters)
+    for (const counters of this.#entry(entries, key, row).counters)
+      if (--counters.holders === 0) forgotten.push(counters)
     entries.rows.free(row)
     return forgotten
   }
