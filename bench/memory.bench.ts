@@ -11,6 +11,9 @@
  * sub-windows of the minute policy (0, 6 s, 12 s) and, 100 ms apart, in three of the 1 s policy's:
  * a key whose counts spread over several sub-windows (for the sliding log: the minute policy's log
  * holds all nine entries, the 1 s policy's up to three), where the others show a key seen once.
+ * Where the clock moves on by seconds (200 ms → 6 s → 12 s) a SyncedStore row syncs first, as it
+ * would have in those seconds: without it every key's sub-windows of the steps before are still
+ * unsent when its next ones are made, and the store holds both at once.
  *
  * SyncedStore rows (fixed and sliding window, token bucket leased) run on a private redis-server
  * this script starts, with the default interval; what they counted is flushed to it before the
@@ -156,7 +159,11 @@ async function measureOne(name: string): Promise<void> {
   for (let i = 0; i < 1000; i++) await decide(`warm-${i}`)
   const base = clock
   const before = memoryUsed()
+  let last = 0
   for (const step of name.endsWith(BUSY) ? BUSY_STEPS : [0]) {
+    // Seconds pass between these steps: a SyncedStore syncs every second of them (the others' flush does nothing).
+    if (step - last >= 1000) await flush()
+    last = step
     clock = base + step
     for (const key of keys) await decide(key)
   }

@@ -576,15 +576,20 @@ export class PolicyCounters {
     return this.#rows.i(this.row, NEWEST)
   }
 
-  /** The sub-window starting at `start`, made if missing (kept in start order). */
+  /**
+   * The sub-window starting at `start`, made if missing (kept in start order). Making one first
+   * drops those no estimate at `start` reads and Redis has in full, so their rows are reused now
+   * rather than at the key's next sync: the slab holds a key's live sub-windows, not every one it
+   * had since (SyncedStore busy-keys rows of `pnpm bench:memory`).
+   */
   at(start: number): SubWindow {
+    const existing = this.#rowAt(start)
+    if (existing !== NONE) return new SubWindow(this, existing)
+    this.prune(start)
     const w = this.#w
     let newer = NONE
     let older = this.#newest
-    while (older !== NONE) {
-      const at = w.f(older, START)
-      if (at === start) return new SubWindow(this, older)
-      if (at < start) break
+    while (older !== NONE && w.f(older, START) > start) {
       newer = older
       older = w.i(older, OLDER)
     }
