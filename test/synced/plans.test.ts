@@ -190,7 +190,7 @@ describe.skipIf(redis === undefined).each(CLIENTS)(
           expect((await alone.consume('k')).allowed).toBe(false)
           await a.flush()
           const set = parsePolicies({ limit: 5, window: '1m', algorithm: 'fixed-window' })
-          b.consume('k', set, 0)
+          await b.consume('k', set, 0)
           await b.flush()
           expect((b.peek('k', set) as readonly Outcome[])[0]?.remaining).toBe(0)
         } finally {
@@ -213,7 +213,7 @@ describe.skipIf(redis === undefined).each(CLIENTS)(
           await a.flush()
           // 6 admitted (the 5-plan denied the 7th): the other node sees one count of 6 and its own 1, not three counts of a few each.
           const set = parsePolicies({ name: 'api', limit: 20, window: '1m', algorithm: 'fixed-window' })
-          b.consume('k', set, 1)
+          await b.consume('k', set, 1)
           await b.flush()
           expect((b.peek('k', set) as readonly Outcome[])[0]?.remaining).toBe(13)
           expect(allowed(await b.consume('k', set, 1))).toBe(true)
