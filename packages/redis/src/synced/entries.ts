@@ -3,25 +3,37 @@ import type { Outcome } from '@sluice/core/store'
 import type { Counts, PolicyCounters, PolicyShape } from './counters.js'
 import { Slab } from './slab.js'
 
-/** Each set's entries: the row of each key's entry, whose columns are its counters' rows, in the set's order. */
+/**
+ * Each set's entries. A key's slot holds its entry's row and uses (`row × USES + used`): a
+ * one-policy set's entry is its counters' row itself; a larger set's is a row of `rows`, whose
+ * columns are its counters' rows in the set's order (5 bytes a key less for one policy, where most
+ * stores are: `pnpm bench:memory`, SyncedStore rows).
+ */
 interface SetEntries {
   readonly byKey: Map<string, number>
-  readonly rows: Slab
+  /** Undefined for a one-policy set. */
+  readonly rows: Slab | undefined
   /** The shapes of the set's policies, in order: an entry's counters' (rows hold only numbers). */
   readonly shapes: readonly PolicyShape[]
 }
 
-/** An entry's byte column: see `Entry.used`. */
-const USED = 0
+/** A slot counts uses up to MAX_USES below this. */
+const USES = 4
 
-/** One key under one policy set: a PolicyCounters per policy, in the set's order (a handle on its row). */
+/** One key under one policy set: a PolicyCounters per policy, in the set's order (a handle on its slot). */
 export class Entry {
+  readonly #byKey: Map<string, number>
+  #slot: number
+
   constructor(
     readonly key: string,
     readonly counters: PolicyCounters[],
-    readonly rows: Slab,
-    readonly row: number,
-  ) {}
+    byKey: Map<string, number>,
+    slot: number,
+  ) {
+    this.#byKey = byKey
+    this.#slot = slot
+  }
 
   /**
    * Passes of eviction's sweep the entry survives unused (see `Entries.evictOne`): each decision
@@ -29,19 +41,19 @@ export class Entry {
    * flood's) goes at the sweep's first pass; a busy one outlasts MAX_USES passes without a decision.
    */
   get used(): number {
-    return this.rows.b(this.row, USED)
+    return this.#slot % USES
   }
 
   set used(used: number) {
-    this.rows.setB(this.row, USED, used)
+    this.#slot += used - this.used
+    this.#byKey.set(this.key, this.#slot)
   }
 }
 
 /**
  * The store's entries by policy set, then key: a decision finds its entry with two lookups on
  * strings it already has, instead of building a joined id each time. Iteration and eviction go
- * set by set, each in insertion order. An entry is a row of a slab per set (its counters' rows),
- * the map giving the row: no object per key (see `Counts`).
+ * set by set, each in insertion order. The map gives a key's slot: no object per key (see `Counts`).
  *
  * Counters are per key and policy id, not per set: two sets holding a policy of the same id (two
  * plans of one named policy, or one policy in two limiters) share one PolicyCounters, so a node
@@ -63,17 +75,17 @@ export class Entries {
 
   get(key: string, set: PolicySet): Entry | undefined {
     const entries = this.#bySet.get(set.id)
-    const row = entries?.byKey.get(key)
-    return row === undefined ? undefined : this.#entry(entries as SetEntries, key, row)
+    const slot = entries?.byKey.get(key)
+    return slot === undefined ? undefined : this.#entry(entries as SetEntries, key, slot)
   }
 
   /** The counters of `key` under policy id `id`, whichever set made them. */
   counters(key: string, id: string): PolicyCounters | undefined {
-    for (const { byKey, rows, shapes } of this.#bySet.values()) {
-      const row = byKey.get(key)
-      if (row === undefined) continue
-      for (const [i, shape] of shapes.entries()) {
-        if (shape.id === id) return this.counts.counters(rows.i(row, i), shape, key)
+    for (const entries of this.#bySet.values()) {
+      const slot = entries.byKey.get(key)
+      if (slot === undefined) continue
+      for (const [i, shape] of entries.shapes.entries()) {
+        if (shape.id === id) return this.counts.counters(countersRow(entries, slot, i), shape, key)
       }
     }
     return undefined
@@ -93,21 +105,26 @@ export class Entries {
     })
     let entries = this.#bySet.get(set.id)
     if (entries === undefined) {
-      const rows = new Slab({ floats: 0, ints: counters.length, bytes: 1, generations: false })
+      const rows =
+        counters.length === 1 ? undefined : new Slab({ floats: 0, ints: counters.length, generations: false })
       entries = { byKey: new Map(), rows, shapes: counters.map((c) => c.shape) }
       this.#bySet.set(set.id, entries)
     }
-    const row = entries.rows.alloc()
-    for (const [i, c] of counters.entries()) entries.rows.setI(row, i, c.row)
-    entries.byKey.set(key, row)
+    const { rows } = entries
+    let row = (counters[0] as PolicyCounters).row
+    if (rows !== undefined) {
+      row = rows.alloc()
+      for (const [i, c] of counters.entries()) rows.setI(row, i, c.row)
+    }
+    entries.byKey.set(key, row * USES)
     this.#size++
-    return new Entry(key, counters, entries.rows, row)
+    return new Entry(key, counters, entries.byKey, row * USES)
   }
 
   /** Visits every entry: O(keys), for rare events only (Redis lost its keys). */
   visitAll(visit: (entry: Entry) => void): void {
     for (const entries of this.#bySet.values()) {
-      for (const [key, row] of entries.byKey) visit(this.#entry(entries, key, row))
+      for (const [key, slot] of entries.byKey) visit(this.#entry(entries, key, slot))
     }
   }
 
@@ -124,17 +141,17 @@ export class Entries {
         this.#cursor = undefined
         return
       }
-      const [entries, key, row] = next.value
-      if (visit(this.#entry(entries, key, row))) continue
+      const [entries, key, slot] = next.value
+      if (visit(this.#entry(entries, key, slot))) continue
       entries.byKey.delete(key)
-      for (const counters of this.#release(entries, key, row)) this.counts.forget(counters)
+      for (const counters of this.#release(entries, key, slot)) this.counts.forget(counters)
     }
   }
 
   /** Every entry with its set's entries, set by set; Map iteration survives deleting the current key. */
   *#walk(): Generator<[SetEntries, string, number]> {
     for (const [id, entries] of this.#bySet) {
-      for (const [key, row] of entries.byKey) yield [entries, key, row]
+      for (const [key, slot] of entries.byKey) yield [entries, key, slot]
       if (entries.byKey.size === 0) this.#bySet.delete(id)
     }
   }
@@ -150,52 +167,58 @@ export class Entries {
    * are worn out.
    */
   evictOne(keep: (entry: Entry) => boolean, wear = false): { key: string; forgotten: PolicyCounters[] } | undefined {
-    const passed: Entry[] = []
+    const passed: [Map<string, number>, string][] = []
     const turns = wear ? MAX_USES + 1 : 1
     for (const [id, entries] of this.#bySet) {
       const { byKey } = entries
       for (let looked = 0, size = byKey.size; looked < turns * size; looked++) {
         const first = byKey.entries().next()
         if (first.done === true) break
-        const [key, row] = first.value
+        const [key, slot] = first.value
         byKey.delete(key)
-        const entry = this.#entry(entries, key, row)
         // A kept entry (unsent counts, limited) keeps its uses: only a pass that could drop it counts.
-        if (keep(entry)) {
-          byKey.set(key, row)
+        if (keep(this.#entry(entries, key, slot))) {
+          byKey.set(key, slot)
           continue
         }
-        if (entry.used > 0) {
-          entry.used--
-          passed.push(entry)
-          byKey.set(key, row)
+        if (slot % USES > 0) {
+          byKey.set(key, slot - 1)
+          passed.push([byKey, key])
           continue
         }
-        const forgotten = this.#release(entries, key, row)
+        const forgotten = this.#release(entries, key, slot)
         if (byKey.size === 0) this.#bySet.delete(id)
         return { key, forgotten }
       }
     }
-    if (!wear) for (const entry of passed) entry.used++
+    if (!wear) for (const [byKey, key] of passed) byKey.set(key, (byKey.get(key) as number) + 1)
     return undefined
   }
 
-  #entry(entries: SetEntries, key: string, row: number): Entry {
-    const { rows, shapes } = entries
+  #entry(entries: SetEntries, key: string, slot: number): Entry {
     const counters: PolicyCounters[] = []
-    for (const [i, shape] of shapes.entries()) counters.push(this.counts.counters(rows.i(row, i), shape, key))
-    return new Entry(key, counters, rows, row)
+    for (const [i, shape] of entries.shapes.entries()) {
+      counters.push(this.counts.counters(countersRow(entries, slot, i), shape, key))
+    }
+    return new Entry(key, counters, entries.byKey, slot)
   }
 
   /** A dropped entry's row is freed; the counters no other entry holds, returned. */
-  #release(entries: SetEntries, key: string, row: number): PolicyCounters[] {
+  #release(entries: SetEntries, key: string, slot: number): PolicyCounters[] {
     this.#size--
     const forgotten: PolicyCounters[] = []
-    for (const counters of this.#entry(entries, key, row).counters)
+    for (const counters of this.#entry(entries, key, slot).counters) {
       if (--counters.holders === 0) forgotten.push(counters)
-    entries.rows.free(row)
+    }
+    entries.rows?.free(Math.floor(slot / USES))
     return forgotten
   }
+}
+
+/** The row of the `i`th counters of the entry in `slot`. */
+function countersRow(entries: SetEntries, slot: number, i: number): number {
+  const row = Math.floor(slot / USES)
+  return entries.rows === undefined ? row : entries.rows.i(row, i)
 }
 
 /** Uses an entry keeps count of: a busy key outlasts this many passes of the sweep without a decision. */

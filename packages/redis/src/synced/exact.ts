@@ -73,6 +73,8 @@ export class ExactPath {
     const { admitted, globals } = decided
     // This node's part of the reply: what it sent, and its exact admissions so far (one in flight may be missing).
     for (const [i, w] of windows.entries()) {
+      // Dropped while the call was out (past its estimate, Redis had it): nothing here to record.
+      if (w.stale) continue
       w.acknowledge(sent[i] as number, sentRefunded[i] as number, sentExact[i] as number, false)
       w.heard(globals[i] as number, w.sentAdmitted - w.sentRefunded + w.exact, false, now, this.interval)
     }

@@ -339,7 +339,7 @@ export class SyncLoop {
     try {
       reply = (await run(this.client, SYNC, keys, args)) as number[]
     } catch (error) {
-      for (const sent of group) this.touch(sent.counters, sent.counters.usedAt)
+      for (const { counters } of group) if (!counters.stale) this.touch(counters, counters.usedAt)
       throw error
     }
     const { serverTime, windows } = readSync(reply)
