@@ -70,8 +70,8 @@ class OthersGrowth {
 export class Counts {
   readonly windows = new Slab({ floats: 8, ints: 1, bytes: 1 })
   readonly rows = new Slab({ floats: 4, ints: 3, bytes: 1 })
-  readonly rarer = new Map<number, Rarer>()
-  readonly others = new Map<number, OthersGrowth>()
+  readonly #rarer = new Map<number, Rarer>()
+  readonly #others = new Map<number, OthersGrowth>()
 
   /** New counters of `key` under `shape`, from 0 (see `PolicyCounters` for `limit` and `incarnation`). */
   make(shape: PolicyShape, key: string, limit: number, incarnation = 0): PolicyCounters {
@@ -106,21 +106,21 @@ export class Counts {
 
   dropWindow(w: number): void {
     const flags = this.windows.b(w, FLAGS)
-    if ((flags & HAS_RARER) !== 0) this.rarer.delete(w)
-    if ((flags & HAS_OTHERS) !== 0) this.others.delete(w)
+    if ((flags & HAS_RARER) !== 0) this.#rarer.delete(w)
+    if ((flags & HAS_OTHERS) !== 0) this.#others.delete(w)
     this.windows.free(w)
   }
 
   /** Sub-window `w`'s refunds and exact admissions, when any was ever counted. */
   rarerOf(w: number): Rarer | undefined {
-    return (this.windows.b(w, FLAGS) & HAS_RARER) === 0 ? undefined : this.rarer.get(w)
+    return (this.windows.b(w, FLAGS) & HAS_RARER) === 0 ? undefined : this.#rarer.get(w)
   }
 
   rareOf(w: number): Rarer {
     let rarer = this.rarerOf(w)
     if (rarer === undefined) {
       rarer = new Rarer()
-      this.rarer.set(w, rarer)
+      this.#rarer.set(w, rarer)
       this.windows.setB(w, FLAGS, this.windows.b(w, FLAGS) | HAS_RARER)
     }
     return rarer
@@ -128,14 +128,14 @@ export class Counts {
 
   /** Sub-window `w`'s knowledge of the others' growth, when any was ever not 0. */
   othersOf(w: number): OthersGrowth | undefined {
-    return (this.windows.b(w, FLAGS) & HAS_OTHERS) === 0 ? undefined : this.others.get(w)
+    return (this.windows.b(w, FLAGS) & HAS_OTHERS) === 0 ? undefined : this.#others.get(w)
   }
 
   growthOf(w: number): OthersGrowth {
     let others = this.othersOf(w)
     if (others === undefined) {
       others = new OthersGrowth()
-      this.others.set(w, others)
+      this.#others.set(w, others)
       this.windows.setB(w, FLAGS, this.windows.b(w, FLAGS) | HAS_OTHERS)
     }
     return others
