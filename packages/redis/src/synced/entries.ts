@@ -84,7 +84,9 @@ export class Entries {
     for (const entries of this.#bySet.values()) {
       const slot = entries.byKey.get(key)
       if (slot === undefined) continue
-      for (const [i, shape] of entries.shapes.entries()) {
+      const { shapes } = entries
+      for (let i = 0; i < shapes.length; i++) {
+        const shape = shapes[i] as PolicyShape
         if (shape.id === id) return this.counts.counters(countersRow(entries, slot, i), shape, key)
       }
     }
@@ -196,9 +198,10 @@ export class Entries {
   }
 
   #entry(entries: SetEntries, key: string, slot: number): Entry {
+    const { shapes } = entries
     const counters: PolicyCounters[] = []
-    for (const [i, shape] of entries.shapes.entries()) {
-      counters.push(this.counts.counters(countersRow(entries, slot, i), shape, key))
+    for (let i = 0; i < shapes.length; i++) {
+      counters.push(this.counts.counters(countersRow(entries, slot, i), shapes[i] as PolicyShape, key))
     }
     return new Entry(key, counters, entries.byKey, slot)
   }
