@@ -7,7 +7,8 @@ import { configDefaults, defineConfig } from 'vitest/config'
  * processes saturating the CPU, and the fault suite's tight bounds on waits, one at a time
  * (ALONE). Everything else waits mostly on Redis, workerd and child processes: two files at a time.
  * The packages' own unit tests (no Redis, no processes) share their workers' modules (UNIT): loading
- * core afresh for each of them cost about a second a file, more than most of them take to run.
+ * core afresh for each of them cost about a second a file, more than most of them take to run. So a
+ * unit test of something said once per process loads its modules afresh (`vi.resetModules()`).
  */
 const UNIT = ['packages/*/src/**/*.test.ts']
 const PAIRED = [
