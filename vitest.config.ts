@@ -6,7 +6,11 @@ import { configDefaults, defineConfig } from 'vitest/config'
  * decision every few ms), two at a time (PAIRED); overshoot, convergence and waits with several
  * processes saturating the CPU, and the fault suite's tight bounds on waits, one at a time
  * (ALONE). Everything else waits mostly on Redis, workerd and child processes: two files at a time.
+ * The packages' own unit tests (no Redis, no processes) share their workers' modules (UNIT): loading
+ * core afresh for each of them cost about a second a file, more than most of them take to run. So a
+ * unit test of something said once per process loads its modules afresh (`vi.resetModules()`).
  */
+const UNIT = ['packages/*/src/**/*.test.ts']
 const PAIRED = [
   'test/redis/failure.test.ts',
   'test/synced/faults.test.ts',
@@ -30,11 +34,16 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'parallel',
-          include: ['packages/*/src/**/*.test.ts', 'test/**/*.test.ts'],
+          include: ['test/**/*.test.ts'],
           exclude: [...configDefaults.exclude, ...PAIRED, ...ALONE],
           maxWorkers: 2,
           sequence: { groupOrder: 0 },
         },
+      },
+      // Same group as 'parallel' (its two workers), run after it: vitest orders a group's projects by name.
+      {
+        extends: true,
+        test: { name: 'unit', include: UNIT, isolate: false, maxWorkers: 2, sequence: { groupOrder: 0 } },
       },
       { extends: true, test: { name: 'paired', include: PAIRED, maxWorkers: 2, sequence: { groupOrder: 1 } } },
       { extends: true, test: { name: 'alone', include: ALONE, maxWorkers: 1, sequence: { groupOrder: 2 } } },

@@ -45,7 +45,8 @@ export async function runBucketFault(run: BucketFaultRun): Promise<BucketFaultRe
   try {
     const prefix = uniquePrefix(`bucket-faults-${run.algorithm}`)
     const ratePerSecond = (run.limit * 1000) / run.windowMs
-    for (let i = 0; i < run.processes; i++) {
+    // Started together (each waits for "go"); each kept as it is ready, so `finally` stops it.
+    const starting = Array.from({ length: run.processes }, async (_, i) => {
       workers.push(
         await startWorker({
           url: server.url,
@@ -62,7 +63,8 @@ export async function runBucketFault(run: BucketFaultRun): Promise<BucketFaultRe
           recommended: true,
         }),
       )
-    }
+    })
+    await Promise.all(starting)
     for (let i = 0; i < (run.burners ?? 0); i++) {
       burners.push(spawn(process.execPath, ['-e', 'for(;;){}'], { stdio: 'ignore' }))
     }

@@ -107,13 +107,16 @@ describe.skipIf(!available)('SyncedStore leasing: several processes', () => {
       // fleet admits is what the burst held, less what the killed node held unspent.
       const limit = 100
       const window = 3_600_000
-      const victim = await startWorker(
-        plan('victim', { prefix, limit, window, duration: 5000, rates: { hot: 20 }, progress: true, lease }),
-      )
-      // The survivor starts as the victim dies and asks for three times what is left.
-      const survivor = await startWorker(
-        plan('survivor', { prefix, limit, window, duration: 1500, rates: { hot: 200 }, delay: 1000, lease }),
-      )
+      // Both processes start loading at once; each waits for "go". The survivor starts offering as
+      // the victim dies and asks for three times what is left.
+      const [victim, survivor] = await Promise.all([
+        startWorker(
+          plan('victim', { prefix, limit, window, duration: 5000, rates: { hot: 20 }, progress: true, lease }),
+        ),
+        startWorker(
+          plan('survivor', { prefix, limit, window, duration: 1500, rates: { hot: 200 }, delay: 1000, lease }),
+        ),
+      ])
       let victimAdmitted = 0
       victim.child.stdout?.on('data', (data: Buffer) => {
         const lines = data

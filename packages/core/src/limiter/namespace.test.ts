@@ -1,6 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { Adapter } from '../http/common-options.js'
-import { createRateLimitHandler } from '../http/rate-limit.js'
 import { MemoryStore } from '../stores/memory-store.js'
 import { createLimiter } from './limiter.js'
 
@@ -46,7 +45,12 @@ describe('namespace', () => {
     }
   })
 
-  it('validate warns once when two rate limits share a store and a policy without a namespace', () => {
+  it('validate warns once when two rate limits share a store and a policy without a namespace', async () => {
+    // The warning is said once per process: its modules afresh, whatever ran before in this worker.
+    vi.resetModules()
+    const { createRateLimitHandler } = await import('../http/rate-limit.js')
+    const { MemoryStore } = await import('../stores/memory-store.js')
+    const { createLimiter } = await import('./limiter.js')
     const warn = vi.spyOn(console, 'warn').mockImplementation(() => {})
     const store = new MemoryStore()
     const shared = createLimiter({ limits: '10/min', store })
