@@ -166,6 +166,16 @@ export class Counts {
   denied(w: number, flag: number): boolean {
     return (this.windows.b(w, FLAGS) & flag) !== 0
   }
+
+  /** Units asked for in sub-window `w` here, admitted or not. */
+  ask(w: number, cost: number): void {
+    this.windows.setF(w, ASKED, this.windows.f(w, ASKED) + cost)
+  }
+
+  /** Admitted into sub-window `w` by a local decision. */
+  count(w: number, cost: number): void {
+    this.windows.setF(w, ADMITTED, this.windows.f(w, ADMITTED) + cost)
+  }
 }
 
 /**
@@ -347,14 +357,9 @@ export class SubWindow {
     this.#w.setB(this.row, FLAGS, this.#w.b(this.row, FLAGS) & ~DENIED_SENT)
   }
 
-  /** Units asked for here, admitted or not. */
-  ask(cost: number): void {
-    this.#w.setF(this.row, ASKED, this.asked + cost)
-  }
-
   /** Admitted by a local decision. */
   count(cost: number): void {
-    this.#w.setF(this.row, ADMITTED, this.admitted + cost)
+    this.#counts.count(this.row, cost)
   }
 
   /** Admitted by an exact decision: Redis counted it already. */
@@ -583,8 +588,29 @@ export class PolicyCounters {
    * had since (SyncedStore busy-keys rows of `pnpm bench:memory`).
    */
   at(start: number): SubWindow {
+    return new SubWindow(this, this.#made(start))
+  }
+
+  /** A decision here at `now` asked for `cost` units, admitted or not. */
+  ask(now: number, cost: number): void {
+    this.counts.ask(this.#made(this.currentStart(now)), cost)
+  }
+
+  /** A local decision at `now` admitted `cost` units. */
+  count(now: number, cost: number): void {
+    this.counts.count(this.#made(this.currentStart(now)), cost)
+  }
+
+  /** Whether a node denied in the sub-window holding `now`, as the last reply said. */
+  deniedAnywhereAt(now: number): boolean {
+    const row = this.#rowAt(this.currentStart(now))
+    return row !== NONE && this.counts.denied(row, DENIED_ANYWHERE)
+  }
+
+  /** The row of the sub-window starting at `start`, made if missing (see `at`). */
+  #made(start: number): number {
     const existing = this.#rowAt(start)
-    if (existing !== NONE) return new SubWindow(this, existing)
+    if (existing !== NONE) return existing
     this.prune(start)
     const w = this.#w
     let newer = NONE
@@ -600,10 +626,10 @@ export class PolicyCounters {
     w.setI(made, OLDER, older)
     if (newer === NONE) this.#rows.setI(this.row, NEWEST, made)
     else w.setI(newer, OLDER, made)
-    const window = new SubWindow(this, made)
     // A hot key stays hot: the new sub-window starts from the last one's rate.
-    if (older !== NONE) window.othersRate = this.counts.othersOf(older)?.rate ?? 0
-    return window
+    const rate = older === NONE ? 0 : (this.counts.othersOf(older)?.rate ?? 0)
+    if (rate !== 0) this.counts.growthOf(made).rate = rate
+    return made
   }
 
   /** Whether Redis has answered for the key's current sub-window at `now` (a sync or an exact call heard its count). */

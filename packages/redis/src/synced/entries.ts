@@ -234,7 +234,7 @@ export function statesOf(entry: Entry, now: number, own: boolean): unknown[] {
 
 /** Counts a local admission in every policy's current sub-window. */
 export function countIn(entry: Entry, now: number, cost: number): void {
-  for (const counters of entry.counters) counters.at(counters.currentStart(now)).count(cost)
+  for (const counters of entry.counters) counters.count(now, cost)
 }
 
 /** Marks denied here the current sub-window of every policy whose outcome denied. */

@@ -187,7 +187,7 @@ export class SyncedStore implements Store {
       const counters = all[i] as PolicyCounters
       // The sync loop's thresholds read the limit of the last decision (two plans may share the counters).
       counters.limit = (set.policies[i] as Policy).limit
-      counters.at(counters.currentStart(now)).ask(cost)
+      counters.ask(now, cost)
       this.#loop.touch(counters, now)
     }
     const global = evaluate(statesOf(entry, now, false), now, set, cost)
@@ -330,7 +330,7 @@ export class SyncedStore implements Store {
     for (let i = 0; i < all.length; i++) {
       const counters = all[i] as PolicyCounters
       const { limit } = set.policies[i] as Policy
-      if (counters.find(counters.currentStart(now))?.deniedAnywhere === true) return true
+      if (counters.deniedAnywhereAt(now)) return true
       // No count heard for this window (a key never counted here, forgotten, or in a window just
       // begun) says nothing of a key another node found hot: Redis has its count.
       if (hot.any && !counters.heardIn(now) && hot.has(counters.id, counters.key, now)) return true
