@@ -6,14 +6,27 @@ import type { PolicyCounters, SubWindow } from './counters.js'
 import type { Entries } from './entries.js'
 import { DISCOVERY_HEARTBEATS, type Fleet } from './fleet.js'
 import { slotOf } from './slot.js'
-import { withTimeout } from './timeout.js'
+import { watchQuiet } from './timeout.js'
 
 const SYNC = script(SYNC_LUA)
 /** A script call blocks Redis while it runs: big flushes go in parts. */
 const MAX_KEYS_PER_CALL = 1000
 const MAX_BACKOFF_MS = 5000
-/** The least time a sync may take before it counts as failed (5 intervals when longer). */
+/** The least time a sync may go without any reply before it counts as failed (5 intervals when longer). */
 export const SYNC_TIMEOUT_MS = 2000
+
+/**
+ * A sync in flight, told apart from a stalled one by its progress: a big sync (hundreds of calls)
+ * takes seconds while Redis, busy but healthy, answers its calls one after another; a Redis that
+ * stopped (SIGSTOP, killed, a dead link) answers none. So the clock that says "too long" restarts
+ * at each reply of the sync, not only when it was sent.
+ */
+interface InFlight {
+  /** Monotonic ms at which the sync was sent or a call of it last answered. */
+  answeredAt: number
+  /** No call of it answered for max(3 × interval, 1 s): the node decides on its share meanwhile. */
+  stalled: boolean
+}
 
 interface Sent {
   readonly counters: PolicyCounters
@@ -58,8 +71,8 @@ export class SyncLoop {
   #failedDisconnected = false
   /** The wall clock stepped: the next sync carries a heartbeat, whose reply measures the offset again. */
   #measureNow = false
-  /** Local time the sync in flight was sent; undefined when none is. */
-  #inFlightSince: number | undefined
+  /** The latest sync sent, until it settles. */
+  #inFlight: InFlight | undefined
   #timer: ReturnType<typeof setInterval> | undefined
   #syncing: Promise<void> | undefined
   #closed = false
@@ -92,13 +105,10 @@ export class SyncLoop {
 
   /**
    * Whether this node decides alone on its share: the client says it is not connected, the last
-   * sync failed, or the one in flight has waited too long.
+   * sync failed, or the one in flight has had no reply for too long (see `InFlight`).
    */
   degradedAt(local: number): boolean {
-    const degraded =
-      this.#failures > 0 ||
-      !this.client.connected() ||
-      (this.#inFlightSince !== undefined && local - this.#inFlightSince > Math.max(3 * this.interval, 1000))
+    const degraded = this.#failures > 0 || !this.client.connected() || this.#inFlight?.stalled === true
     if (degraded && !this.#outage) this.#holdOthers(this.clock.at(local))
     return degraded
   }
@@ -177,7 +187,8 @@ export class SyncLoop {
 
   /**
    * One sync: what changed and what is watched, in one call per slot (Cluster) or per 1000
-   * sub-windows; `all` sends held changes too (flush, close).
+   * sub-windows; `all` sends held changes too (flush, close). It lasts while its calls are being
+   * answered, however many: the timer sends no other on top of it (see `InFlight`).
    */
   #sync(final: boolean, all: boolean): Promise<void> {
     const started = this.clock.local()
@@ -185,24 +196,42 @@ export class SyncLoop {
     const groups = this.#collect(now, all)
     let keys = 0
     for (const group of groups) keys += group.length
-    const calls: Promise<unknown>[] = groups.map((group) => this.#send(group, now))
+    const monotonic = (): number => this.clock.clocks.monotonic()
+    const flight: InFlight = { answeredAt: monotonic(), stalled: false }
+    const answered = (): void => {
+      flight.answeredAt = monotonic()
+      flight.stalled = false
+    }
+    const calls: Promise<unknown>[] = groups.map((group) => this.#send(group, now).then(answered))
     // After a failure every attempt carries a heartbeat: it tells when Redis is back.
     if (!final && (this.fleet.due(started) || this.#failures > 0 || this.#measureNow)) {
       this.#measureNow = false
-      calls.push(this.#beat(started))
+      calls.push(this.#beat(started).then(answered))
     }
     if (calls.length === 0) return Promise.resolve()
-    this.#inFlightSince = started
+    this.#inFlight = flight
     let reported = false
     const report = (error: unknown): void => {
       if (reported) return
       reported = true
+      if (this.#inFlight === flight) this.#inFlight = undefined
       this.#settled(started, keys, error)
     }
+    const quietFor = (ms: number, then: () => void) => watchQuiet(ms, () => flight.answeredAt, monotonic, then)
+    const stopStalled = quietFor(Math.max(3 * this.interval, 1000), () => {
+      flight.stalled = true
+    })
     // A reply that comes after the timeout still lands (totals are idempotent); it just is not waited for.
-    const tracked: Promise<void> = withTimeout(Promise.all(calls), Math.max(5 * this.interval, SYNC_TIMEOUT_MS))
+    const timeout = Math.max(5 * this.interval, SYNC_TIMEOUT_MS)
+    let stopTimeout = (): void => {}
+    const silent = new Promise<never>((_, reject) => {
+      stopTimeout = quietFor(timeout, () => reject(new Error(`Redis answered no call of a sync for ${timeout} ms`)))
+    })
+    const tracked: Promise<void> = Promise.race([Promise.all(calls), silent])
       .then(() => report(undefined), report)
       .finally(() => {
+        stopStalled()
+        stopTimeout()
         if (this.#syncing === tracked) this.#syncing = undefined
       })
     this.#syncing = tracked
@@ -211,7 +240,6 @@ export class SyncLoop {
 
   #settled(started: number, keys: number, error: unknown): void {
     const finished = this.clock.local()
-    this.#inFlightSince = undefined
     if (error === undefined) {
       this.#failures = 0
       this.#nextAttempt = 0

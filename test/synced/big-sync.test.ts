@@ -1,0 +1,132 @@
+// A sync that is slow because it is big, on a Redis that answers steadily: its calls come back one
+// after another for longer than the sync timeout (SYNC_TIMEOUT_MS, 2 s). Such a sync is not a
+// failure (the node does not go degraded) and is not sent again on top of itself.
+import { type AddressInfo, connect, createServer, type Socket } from 'node:net'
+import { parsePolicies, type SyncEvent } from '@sluice/core'
+import { SyncedStore } from '@sluice/redis'
+import { Redis } from 'ioredis'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+  commandsBetween,
+  parseCommandStats,
+  privateRedisAvailable,
+  type RedisServer,
+  startRedisServer,
+} from '../support/redis.js'
+import { until } from '../support/wait.js'
+
+const available = await privateRedisAvailable()
+
+/** Keys decided at each of two steps: one sub-window each, 1000 to a sync call (about 20 KB of reply). */
+const KEYS = 30_000
+/** How fast Redis's replies come back through the link below: a sync of KEYS sub-windows takes seconds. */
+const REPLY_BYTES_PER_SECOND = 200_000
+
+/**
+ * A TCP link to Redis that lets its replies through at `bytesPerSecond`, a little every 20 ms: to
+ * the client, a Redis busy but healthy, whose replies keep coming, slowly.
+ */
+async function slowLink(port: number, bytesPerSecond: number): Promise<{ port: number; close(): Promise<void> }> {
+  const sockets = new Set<Socket>()
+  const server = createServer((client) => {
+    const redis = connect(port, '127.0.0.1')
+    sockets.add(client)
+    sockets.add(redis)
+    client.pipe(redis)
+    const waiting: Buffer[] = []
+    redis.on('data', (chunk: Buffer) => waiting.push(chunk))
+    const pace = setInterval(() => {
+      let budget = bytesPerSecond / 50
+      while (budget > 0 && waiting.length > 0) {
+        const head = waiting[0] as Buffer
+        const part = head.subarray(0, budget)
+        client.write(part)
+        budget -= part.length
+        if (part.length === head.length) waiting.shift()
+        else waiting[0] = head.subarray(part.length)
+      }
+    }, 20)
+    const end = () => {
+      clearInterval(pace)
+      client.destroy()
+      redis.destroy()
+    }
+    for (const socket of [client, redis]) {
+      socket.on('close', end)
+      socket.on('error', end)
+    }
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () => {
+      for (const socket of sockets) socket.destroy()
+      return new Promise((resolve) => server.close(() => resolve()))
+    },
+  }
+}
+
+describe.skipIf(!available)('SyncedStore: a sync slow because it is big', { timeout: 120_000 }, () => {
+  let server: RedisServer
+  let link: Awaited<ReturnType<typeof slowLink>>
+  let admin: Redis
+  let client: Redis
+  beforeAll(async () => {
+    server = await startRedisServer()
+    link = await slowLink(server.port, REPLY_BYTES_PER_SECOND)
+    admin = new Redis(server.url)
+    client = new Redis(link.port, '127.0.0.1')
+  }, 20_000)
+  afterAll(async () => {
+    for (const c of [admin, client]) c?.disconnect()
+    await link?.close()
+    await server?.stop()
+  })
+
+  it('each sub-window is sent once, the node never degrades, no sync fails, though the sync outlasts its timeout', async () => {
+    const events: SyncEvent[] = []
+    const store = new SyncedStore({
+      client,
+      prefix: 'big-sync:',
+      maxKeys: 2 * KEYS,
+      observe: (event) => {
+        if (event.type === 'sync' && event.store === 'synced') events.push(event)
+      },
+    })
+    // A one-second window: the second step's decisions are in a new one, and the first's sub-windows are then past.
+    const set = parsePolicies({ limit: 1000, window: 1000, algorithm: 'fixed-window' })
+    let degraded = 0
+    const look = () => {
+      if (store.degraded) degraded++
+    }
+    const watcher = setInterval(look, 10)
+    const before = parseCommandStats(await admin.info('commandstats'))
+    const keys = Array.from({ length: KEYS }, (_, i) => `k${i}`)
+    const durations: number[] = []
+    for (let step = 0; step < 2; step++) {
+      const windowEnd = Math.ceil((Date.now() + 1) / 1000) * 1000
+      // All at once: the timer's next sync carries every key (one awaited at a time, a sync would go with each hot-key read).
+      await Promise.all(keys.map((key) => store.consume(key, set, 1)))
+      look()
+      const started = performance.now()
+      await store.flush()
+      durations.push(performance.now() - started)
+      // The next step's decisions fall in the next window.
+      await until(() => Date.now() >= windowEnd, { every: 10 })
+    }
+    clearInterval(watcher)
+    const ran = commandsBetween(before, parseCommandStats(await admin.info('commandstats')))
+    const sent = events.reduce((sum, event) => sum + event.keys, 0)
+    console.log(
+      `flushes took ${durations.map((ms) => Math.round(ms))} ms; ${events.length} syncs sent ${sent} sub-windows; ` +
+        `Redis ran ${ran.evalsha ?? 0} EVALSHA, ${ran.eval ?? 0} EVAL; degraded at ${degraded} looks`,
+    )
+    // The test means what it says only when a sync outlasted its timeout (SYNC_TIMEOUT_MS).
+    expect(Math.max(...events.map((event) => event.durationMs))).toBeGreaterThan(2000)
+    expect(events.filter((event) => event.error !== undefined)).toEqual([])
+    expect(degraded).toBe(0)
+    // Each key's sub-window of each step once: none sent again while the call carrying it was out.
+    expect(sent).toBe(2 * KEYS)
+    await store.close()
+  })
+})
