@@ -1,7 +1,10 @@
 // A sync that is slow because it is big, on a Redis that answers steadily: its calls come back one
 // after another for longer than the sync timeout (SYNC_TIMEOUT_MS, 2 s). Such a sync is not a
 // failure (the node does not go degraded) and is not sent again on top of itself.
-import { type AddressInfo, connect, createServer, type Socket } from 'node:net'
+import { type ChildProcess, spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { createInterface } from 'node:readline'
+import type { Readable } from 'node:stream'
 import { parsePolicies, type SyncEvent } from '@sluice/core'
 import { SyncedStore } from '@sluice/redis'
 import { Redis } from 'ioredis'
@@ -20,50 +23,50 @@ const available = await privateRedisAvailable()
 /** Keys decided at each of two steps: one sub-window each, 1000 to a sync call (about 20 KB of reply). */
 const KEYS = 30_000
 /** How fast Redis's replies come back through the link below: a sync of KEYS sub-windows takes seconds. */
-const REPLY_BYTES_PER_SECOND = 200_000
+const REPLY_BYTES_PER_SECOND = 150_000
 
 /**
- * A TCP link to Redis that lets its replies through at `bytesPerSecond`, a little every 20 ms: to
- * the client, a Redis busy but healthy, whose replies keep coming, slowly.
+ * A TCP link to Redis, in a process of its own (a link does not wait for this test's event loop),
+ * that lets Redis's replies through at ARGV[2] bytes a second, a little every 20 ms: to the client,
+ * a Redis busy but healthy, whose replies keep coming, slowly. It prints the port it listens on.
  */
-async function slowLink(port: number, bytesPerSecond: number): Promise<{ port: number; close(): Promise<void> }> {
-  const sockets = new Set<Socket>()
-  const server = createServer((client) => {
-    const redis = connect(port, '127.0.0.1')
-    sockets.add(client)
-    sockets.add(redis)
-    client.pipe(redis)
-    const waiting: Buffer[] = []
-    redis.on('data', (chunk: Buffer) => waiting.push(chunk))
-    const pace = setInterval(() => {
-      let budget = bytesPerSecond / 50
-      while (budget > 0 && waiting.length > 0) {
-        const head = waiting[0] as Buffer
-        const part = head.subarray(0, budget)
-        client.write(part)
-        budget -= part.length
-        if (part.length === head.length) waiting.shift()
-        else waiting[0] = head.subarray(part.length)
-      }
-    }, 20)
-    const end = () => {
-      clearInterval(pace)
-      client.destroy()
-      redis.destroy()
+const SLOW_LINK = `
+const net = require('node:net')
+const [redisPort, bytesPerSecond] = process.argv.slice(1).map(Number)
+const server = net.createServer((client) => {
+  const redis = net.connect(redisPort, '127.0.0.1')
+  client.pipe(redis)
+  const waiting = []
+  redis.on('data', (chunk) => waiting.push(chunk))
+  const pace = setInterval(() => {
+    let budget = bytesPerSecond / 50
+    while (budget > 0 && waiting.length > 0) {
+      const part = waiting[0].subarray(0, budget)
+      client.write(part)
+      budget -= part.length
+      if (part.length === waiting[0].length) waiting.shift()
+      else waiting[0] = waiting[0].subarray(part.length)
     }
-    for (const socket of [client, redis]) {
-      socket.on('close', end)
-      socket.on('error', end)
-    }
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  return {
-    port: (server.address() as AddressInfo).port,
-    close: () => {
-      for (const socket of sockets) socket.destroy()
-      return new Promise((resolve) => server.close(() => resolve()))
-    },
+  }, 20)
+  const end = () => {
+    clearInterval(pace)
+    client.destroy()
+    redis.destroy()
   }
+  for (const socket of [client, redis]) {
+    socket.on('close', end)
+    socket.on('error', end)
+  }
+})
+server.listen(0, '127.0.0.1', () => console.log(server.address().port))
+`
+
+async function slowLink(port: number, bytesPerSecond: number): Promise<{ port: number; child: ChildProcess }> {
+  const child = spawn(process.execPath, ['-e', SLOW_LINK, String(port), String(bytesPerSecond)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  const [line] = (await once(createInterface({ input: child.stdout as Readable }), 'line')) as [string]
+  return { port: Number(line), child }
 }
 
 describe.skipIf(!available)('SyncedStore: a sync slow because it is big', { timeout: 120_000 }, () => {
@@ -79,7 +82,7 @@ describe.skipIf(!available)('SyncedStore: a sync slow because it is big', { time
   }, 20_000)
   afterAll(async () => {
     for (const c of [admin, client]) c?.disconnect()
-    await link?.close()
+    link?.child.kill()
     await server?.stop()
   })
 

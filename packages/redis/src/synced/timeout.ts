@@ -18,43 +18,36 @@ export function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   })
 }
 
-/** A quiet watch checks this many times over its span: the least part of it a busy loop may cost. */
+/** A quiet watch checks this many times over its span. */
 const CHECKS_PER_SPAN = 10
 
 /**
- * Calls `quiet` at each check once the watched work has been silent for `ms` of time in which it
- * could have been heard, until the returned function stops the watch. `lastSign` tells when it last
- * answered, on the clock `now`. A check that runs late (the event loop was busy: no reply could be
- * read meanwhile; the Redis link may have sent it) counts as one tenth of `ms`, not as its whole
- * delay; and like `withTimeout`, each check waits for the I/O phase after its timer's, so a reply
- * that arrived in the meantime is read first.
+ * Calls `quiet` at each check once the watched work has not answered for `ms` (`lastSign`: when it
+ * last did, on the clock `now`), until the returned function stops the watch. Like `withTimeout`,
+ * a check waits for the I/O phase after its timer's, so a reply that came meanwhile is read first.
+ * A check that runs late (the event loop was busy, and may have read only part of what came, or
+ * run a backlog of other callbacks first) gives its verdict a loop turn later, and again while
+ * turns stay late, up to `ms` more: a busy process, not a silent Redis.
  */
 export function watchQuiet(ms: number, lastSign: () => number, now: () => number, quiet: () => void): () => void {
   const step = ms / CHECKS_PER_SPAN
   let stopped = false
   let timer: ReturnType<typeof setTimeout> | undefined
-  let sign = lastSign()
   let checkedAt = now()
-  let silent = 0
   const check = (): void => {
     if (stopped) return
     const at = now()
-    const elapsed = at - checkedAt
-    const heard = elapsed <= 2 * step ? elapsed : step
+    const late = at - checkedAt > 2 * step
     checkedAt = at
-    const latest = lastSign()
-    if (latest !== sign) {
-      sign = latest
-      silent = Math.min(at - latest, heard)
-    } else silent += heard
-    if (silent >= ms) quiet()
-    if (!stopped) arm()
+    const silent = at - lastSign()
+    if (silent >= ms && (!late || silent >= 2 * ms)) quiet()
+    if (!stopped) arm(late ? 0 : step)
   }
-  const arm = (): void => {
-    timer = setTimeout(() => setImmediate(check), step)
+  const arm = (delay: number): void => {
+    timer = setTimeout(() => setImmediate(check), delay)
     timer.unref?.()
   }
-  arm()
+  arm(step)
   return () => {
     stopped = true
     clearTimeout(timer)
