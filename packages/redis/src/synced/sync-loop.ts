@@ -11,6 +11,12 @@ import { watchQuiet } from './timeout.js'
 const SYNC = script(SYNC_LUA)
 /** A script call blocks Redis while it runs: big flushes go in parts. */
 const MAX_KEYS_PER_CALL = 1000
+/**
+ * A big sync's calls go a few at a time, the next as one answers: Redis stays busy with them, while
+ * a call of another kind on the connection (an exact decision, a hot-key read) waits behind a few,
+ * not hundreds, and only the calls out hold what they carry.
+ */
+const MAX_KEYS_IN_FLIGHT = 4 * MAX_KEYS_PER_CALL
 const MAX_BACKOFF_MS = 5000
 /** The least time a sync may go without any reply before it counts as failed (5 intervals when longer). */
 export const SYNC_TIMEOUT_MS = 2000
@@ -202,7 +208,8 @@ export class SyncLoop {
       flight.answeredAt = monotonic()
       flight.stalled = false
     }
-    const calls: Promise<unknown>[] = groups.map((group) => this.#send(group, now).then(answered))
+    const sending = this.#sendAll(groups, now, answered)
+    const calls: Promise<unknown>[] = groups.length === 0 ? [] : [sending.done]
     // After a failure every attempt carries a heartbeat: it tells when Redis is back.
     if (!final && (this.fleet.due(started) || this.#failures > 0 || this.#measureNow)) {
       this.#measureNow = false
@@ -215,6 +222,7 @@ export class SyncLoop {
       if (reported) return
       reported = true
       if (this.#inFlight === flight) this.#inFlight = undefined
+      if (error !== undefined) sending.abandon()
       this.#settled(started, keys, error)
     }
     const quietFor = (ms: number, then: () => void) => watchQuiet(ms, () => flight.answeredAt, monotonic, then)
@@ -236,6 +244,44 @@ export class SyncLoop {
       })
     this.#syncing = tracked
     return tracked
+  }
+
+  /**
+   * Sends the groups MAX_KEYS_IN_FLIGHT sub-windows at a time (one call at least), each next one as
+   * one answers, calling `answered` at each reply. Once abandoned (the sync failed) it sends no more:
+   * what it had not sent waits for the next sync.
+   */
+  #sendAll(groups: readonly Sent[][], now: number, answered: () => void): { done: Promise<void>; abandon(): void } {
+    let next = 0
+    let carried = 0
+    let out = 0
+    let abandoned = false
+    const done = new Promise<void>((resolve, reject) => {
+      const pump = (): void => {
+        while (!abandoned && next < groups.length) {
+          const group = groups[next] as Sent[]
+          if (out > 0 && carried + group.length > MAX_KEYS_IN_FLIGHT) return
+          next++
+          carried += group.length
+          out++
+          this.#send(group, now).then(() => {
+            carried -= group.length
+            out--
+            answered()
+            if (next === groups.length && out === 0) resolve()
+            else pump()
+          }, reject)
+        }
+      }
+      pump()
+    })
+    const abandon = (): void => {
+      if (abandoned) return
+      abandoned = true
+      for (const group of groups.slice(next)) for (const sent of group) this.touch(sent.counters, sent.counters.usedAt)
+      next = groups.length
+    }
+    return { done, abandon }
   }
 
   #settled(started: number, keys: number, error: unknown): void {
