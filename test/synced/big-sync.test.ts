@@ -16,7 +16,7 @@ import {
   type RedisServer,
   startRedisServer,
 } from '../support/redis.js'
-import { until } from '../support/wait.js'
+import { sleep, until } from '../support/wait.js'
 
 const available = await privateRedisAvailable()
 
@@ -106,7 +106,14 @@ describe.skipIf(!available)('SyncedStore: a sync slow because it is big', { time
     const before = parseCommandStats(await admin.info('commandstats'))
     const keys = Array.from({ length: KEYS }, (_, i) => `k${i}`)
     const durations: number[] = []
+    // Started, its first heartbeats answered: none is due while the decisions below hold the event loop.
+    await store.consume('warm', set, 1)
+    await sleep(200)
+    await store.flush()
+    events.length = 0
     for (let step = 0; step < 2; step++) {
+      // Nothing in flight while the decisions hold the event loop, which could not read a reply meanwhile.
+      await store.flush()
       const windowEnd = Math.ceil((Date.now() + 1) / 1000) * 1000
       // All at once: the timer's next sync carries every key (one awaited at a time, a sync would go with each hot-key read).
       await Promise.all(keys.map((key) => store.consume(key, set, 1)))
@@ -131,5 +138,53 @@ describe.skipIf(!available)('SyncedStore: a sync slow because it is big', { time
     // Each key's sub-window of each step once: none sent again while the call carrying it was out.
     expect(sent).toBe(2 * KEYS)
     await store.close()
+  })
+  it('Redis stopped (SIGSTOP) while a big sync is answered: degraded within max(3 × interval, 1 s) of the stop, the sync failed within its timeout; back to normal after SIGCONT', async () => {
+    const direct = new Redis(server.url)
+    const events: SyncEvent[] = []
+    const store = new SyncedStore({
+      client: direct,
+      prefix: 'big-sync-stopped:',
+      maxKeys: 2 * KEYS,
+      observe: (event) => {
+        if (event.type === 'sync' && event.store === 'synced') events.push(event)
+      },
+    })
+    const set = parsePolicies({ limit: 1000, window: 60_000, algorithm: 'fixed-window' })
+    await store.flush() // started: the first heartbeats are answered
+    await Promise.all(Array.from({ length: KEYS }, (_, i) => store.consume(`k${i}`, set, 1)))
+    const flushed = store.flush()
+    await sleep(50) // its first calls answered, more going out
+    const pid = server.pid as number
+    let degradedAfter = Number.NaN
+    let failedAfter = Number.NaN
+    process.kill(pid, 'SIGSTOP')
+    const stoppedAt = performance.now()
+    try {
+      await until(() => store.degraded, { every: 5, what: 'the store to say it is degraded' })
+      degradedAfter = performance.now() - stoppedAt
+      await flushed
+      failedAfter = performance.now() - stoppedAt
+    } finally {
+      process.kill(pid, 'SIGCONT')
+    }
+    console.log(
+      `degraded ${Math.round(degradedAfter)} ms after SIGSTOP; the sync failed after ${Math.round(failedAfter)} ms`,
+    )
+    // The bounds from the last reply, which came before the stop; and a margin for a loaded machine's timers.
+    expect(degradedAfter).toBeLessThanOrEqual(1000 + 500)
+    expect(failedAfter).toBeLessThanOrEqual(2000 + 500)
+    expect(events.at(-1)?.error).toBeDefined()
+    // Redis answers again: the next sync carries what the failed one did not get acknowledged.
+    await until(
+      async () => {
+        await store.flush()
+        return !store.degraded
+      },
+      { what: 'the store to sync again' },
+    )
+    expect(events.at(-1)?.error).toBeUndefined()
+    await store.close()
+    direct.disconnect()
   })
 })
