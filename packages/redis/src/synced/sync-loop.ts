@@ -6,14 +6,33 @@ import type { PolicyCounters, SubWindow } from './counters.js'
 import type { Entries } from './entries.js'
 import { DISCOVERY_HEARTBEATS, type Fleet } from './fleet.js'
 import { slotOf } from './slot.js'
-import { withTimeout } from './timeout.js'
+import { watchQuiet } from './timeout.js'
 
 const SYNC = script(SYNC_LUA)
 /** A script call blocks Redis while it runs: big flushes go in parts. */
 const MAX_KEYS_PER_CALL = 1000
+/**
+ * A big sync's calls go a few at a time, the next as one answers: Redis stays busy with them, while
+ * a call of another kind on the connection (an exact decision, a hot-key read) waits behind a few,
+ * not hundreds, and only the calls out hold what they carry.
+ */
+const MAX_KEYS_IN_FLIGHT = 4 * MAX_KEYS_PER_CALL
 const MAX_BACKOFF_MS = 5000
-/** The least time a sync may take before it counts as failed (5 intervals when longer). */
+/** The least time a sync may go without any reply before it counts as failed (5 intervals when longer). */
 export const SYNC_TIMEOUT_MS = 2000
+
+/**
+ * A sync in flight, told apart from a stalled one by its progress: a big sync (hundreds of calls)
+ * takes seconds while Redis, busy but healthy, answers its calls one after another; a Redis that
+ * stopped (SIGSTOP, killed, a dead link) answers none. So the clock that says "too long" restarts
+ * at each reply of the sync, not only when it was sent.
+ */
+interface InFlight {
+  /** Monotonic ms at which the sync was sent or a call of it last answered. */
+  answeredAt: number
+  /** No call of it answered for max(3 × interval, 1 s): the node decides on its share meanwhile. */
+  stalled: boolean
+}
 
 interface Sent {
   readonly counters: PolicyCounters
@@ -58,8 +77,8 @@ export class SyncLoop {
   #failedDisconnected = false
   /** The wall clock stepped: the next sync carries a heartbeat, whose reply measures the offset again. */
   #measureNow = false
-  /** Local time the sync in flight was sent; undefined when none is. */
-  #inFlightSince: number | undefined
+  /** The latest sync sent, until it settles. */
+  #inFlight: InFlight | undefined
   #timer: ReturnType<typeof setInterval> | undefined
   #syncing: Promise<void> | undefined
   #closed = false
@@ -92,13 +111,10 @@ export class SyncLoop {
 
   /**
    * Whether this node decides alone on its share: the client says it is not connected, the last
-   * sync failed, or the one in flight has waited too long.
+   * sync failed, or the one in flight has had no reply for too long (see `InFlight`).
    */
   degradedAt(local: number): boolean {
-    const degraded =
-      this.#failures > 0 ||
-      !this.client.connected() ||
-      (this.#inFlightSince !== undefined && local - this.#inFlightSince > Math.max(3 * this.interval, 1000))
+    const degraded = this.#failures > 0 || !this.client.connected() || this.#inFlight?.stalled === true
     if (degraded && !this.#outage) this.#holdOthers(this.clock.at(local))
     return degraded
   }
@@ -177,7 +193,8 @@ export class SyncLoop {
 
   /**
    * One sync: what changed and what is watched, in one call per slot (Cluster) or per 1000
-   * sub-windows; `all` sends held changes too (flush, close).
+   * sub-windows; `all` sends held changes too (flush, close). It lasts while its calls are being
+   * answered, however many: the timer sends no other on top of it (see `InFlight`).
    */
   #sync(final: boolean, all: boolean): Promise<void> {
     const started = this.clock.local()
@@ -185,33 +202,90 @@ export class SyncLoop {
     const groups = this.#collect(now, all)
     let keys = 0
     for (const group of groups) keys += group.length
-    const calls: Promise<unknown>[] = groups.map((group) => this.#send(group, now))
+    const monotonic = (): number => this.clock.clocks.monotonic()
+    const flight: InFlight = { answeredAt: monotonic(), stalled: false }
+    const answered = (): void => {
+      flight.answeredAt = monotonic()
+      flight.stalled = false
+    }
+    const sending = this.#sendAll(groups, now, answered)
+    const calls: Promise<unknown>[] = groups.length === 0 ? [] : [sending.done]
     // After a failure every attempt carries a heartbeat: it tells when Redis is back.
     if (!final && (this.fleet.due(started) || this.#failures > 0 || this.#measureNow)) {
       this.#measureNow = false
-      calls.push(this.#beat(started))
+      calls.push(this.#beat(started).then(answered))
     }
     if (calls.length === 0) return Promise.resolve()
-    this.#inFlightSince = started
+    this.#inFlight = flight
     let reported = false
     const report = (error: unknown): void => {
       if (reported) return
       reported = true
+      if (this.#inFlight === flight) this.#inFlight = undefined
+      if (error !== undefined) sending.abandon()
       this.#settled(started, keys, error)
     }
+    const quietFor = (ms: number, then: () => void) => watchQuiet(ms, () => flight.answeredAt, monotonic, then)
+    const stopStalled = quietFor(Math.max(3 * this.interval, 1000), () => {
+      flight.stalled = true
+    })
     // A reply that comes after the timeout still lands (totals are idempotent); it just is not waited for.
-    const tracked: Promise<void> = withTimeout(Promise.all(calls), Math.max(5 * this.interval, SYNC_TIMEOUT_MS))
+    const timeout = Math.max(5 * this.interval, SYNC_TIMEOUT_MS)
+    let stopTimeout = (): void => {}
+    const silent = new Promise<never>((_, reject) => {
+      stopTimeout = quietFor(timeout, () => reject(new Error(`Redis answered no call of a sync for ${timeout} ms`)))
+    })
+    const tracked: Promise<void> = Promise.race([Promise.all(calls), silent])
       .then(() => report(undefined), report)
       .finally(() => {
+        stopStalled()
+        stopTimeout()
         if (this.#syncing === tracked) this.#syncing = undefined
       })
     this.#syncing = tracked
     return tracked
   }
 
+  /**
+   * Sends the groups MAX_KEYS_IN_FLIGHT sub-windows at a time (one call at least), each next one as
+   * one answers, calling `answered` at each reply. Once abandoned (the sync failed) it sends no more:
+   * what it had not sent waits for the next sync.
+   */
+  #sendAll(groups: readonly Sent[][], now: number, answered: () => void): { done: Promise<void>; abandon(): void } {
+    let next = 0
+    let carried = 0
+    let out = 0
+    let abandoned = false
+    const done = new Promise<void>((resolve, reject) => {
+      const pump = (): void => {
+        while (!abandoned && next < groups.length) {
+          const group = groups[next] as Sent[]
+          if (out > 0 && carried + group.length > MAX_KEYS_IN_FLIGHT) return
+          next++
+          carried += group.length
+          out++
+          this.#send(group, now).then(() => {
+            carried -= group.length
+            out--
+            answered()
+            if (next === groups.length && out === 0) resolve()
+            else pump()
+          }, reject)
+        }
+      }
+      pump()
+    })
+    const abandon = (): void => {
+      if (abandoned) return
+      abandoned = true
+      for (const group of groups.slice(next)) for (const sent of group) this.touch(sent.counters, sent.counters.usedAt)
+      next = groups.length
+    }
+    return { done, abandon }
+  }
+
   #settled(started: number, keys: number, error: unknown): void {
     const finished = this.clock.local()
-    this.#inFlightSince = undefined
     if (error === undefined) {
       this.#failures = 0
       this.#nextAttempt = 0
