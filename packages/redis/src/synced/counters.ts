@@ -846,13 +846,23 @@ export class PolicyCounters {
       const newestStart = this.#w.f(newest, START)
       if (newestStart > start && newestStart - start <= span * (depth - 1)) start = newestStart
     }
+    // One walk down the list (newest first) for every sub-window the estimate reads; core reads them oldest first.
     const counts: number[] = []
-    for (let i = depth - 1; i >= 0; i--) counts.push(this.#countAt(start - i * span, own))
-    return { start, counts }
+    let row = newest
+    for (let i = 0; i < depth; i++) {
+      const at = start - i * span
+      while (row !== NONE && this.#w.f(row, START) > at) row = this.#w.i(row, OLDER)
+      counts.push(row !== NONE && this.#w.f(row, START) === at ? this.#count(row, own) : 0)
+    }
+    return { start, counts: counts.reverse() }
   }
 
   #countAt(start: number, own: boolean): number {
     const row = this.#rowAt(start)
-    return row === NONE ? 0 : own ? this.counts.mine(row) : this.counts.estimate(row)
+    return row === NONE ? 0 : this.#count(row, own)
+  }
+
+  #count(row: number, own: boolean): number {
+    return own ? this.counts.mine(row) : this.counts.estimate(row)
   }
 }
