@@ -154,12 +154,14 @@ export class SyncedStore implements Store {
     this.#loop.start()
     if (!this.#countsLocally(set)) return this.#buckets.consume(key, set, cost)
     const local = this.#clock.local()
-    if (this.#readsHotFirst(key, set, local)) {
+    // Found once for both steps: a decision that waits for the hot keys finds it again after.
+    const entry = this.#entries.get(key, set)
+    if (this.#readsHotFirst(key, set, entry, local)) {
       return this.#fleet
         .readHot(this.#clock, EXACT_TIMEOUT_MS)
-        .then(() => this.#decide(key, set, cost, this.#clock.local()))
+        .then(() => this.#decide(key, set, cost, this.#entries.get(key, set), this.#clock.local()))
     }
-    return this.#decide(key, set, cost, local)
+    return this.#decide(key, set, cost, entry, local)
   }
 
   /**
@@ -168,14 +170,21 @@ export class SyncedStore implements Store {
    * than an interval and Redis answers, the decision reads them first (`Fleet.readHot`, one read
    * shared by the decisions waiting for it). A key heard lately, or a read fresh, decides at once.
    */
-  #readsHotFirst(key: string, set: PolicySet, local: number): boolean {
+  #readsHotFirst(key: string, set: PolicySet, entry: Entry | undefined, local: number): boolean {
     if (!this.#fleet.hot.stale(local, this.interval) || this.#loop.degradedAt(local)) return false
     const now = this.#clock.at(local)
-    return this.#countersIn(key, set).some((counters) => counters === undefined || !counters.heardIn(now))
+    const counters = entry?.counters ?? this.#countersIn(key, set)
+    return counters.some((c) => c === undefined || !c.heardIn(now))
   }
 
-  #decide(key: string, set: PolicySet, cost: number, local: number): readonly Outcome[] | Promise<readonly Outcome[]> {
-    let entry = this.#entries.get(key, set)
+  #decide(
+    key: string,
+    set: PolicySet,
+    cost: number,
+    found: Entry | undefined,
+    local: number,
+  ): readonly Outcome[] | Promise<readonly Outcome[]> {
+    let entry = found
     if (entry === undefined) {
       entry = this.#newEntry(key, set)
       // Full of counts Redis has not heard yet: the decision waits for the sync that makes room.
