@@ -1,6 +1,7 @@
 import { type Policy, parsePolicies } from '@sluice/core'
 import { describe, expect, it } from 'vitest'
-import { Counts, PolicyShape, type SubWindow } from './counters.js'
+import { Counts, type PolicyCounters, PolicyShape, type SubWindow } from './counters.js'
+import { CHUNK } from './slab.js'
 
 const policy = parsePolicies([{ limit: 100, window: '1m' }]).policies[0] as Policy
 
@@ -46,5 +47,27 @@ describe('SubWindow: the others’ counts across a Redis that lost its keys', ()
     w.reset()
     w.heard(40, 40, false, 200, 100)
     expect(w.estimate).toBe(40)
+  })
+})
+
+describe('handles kept across an await (a call in flight)', () => {
+  it('a sub-window of a key forgotten meanwhile is stale and writes nothing, even once its chunk was given back', () => {
+    const counts = new Counts()
+    const shape = new PolicyShape(policy.id, policy, () => 'k')
+    // Two chunks of keys, each with one sub-window: forgetting them all gives the second chunk back.
+    const all = Array.from({ length: 2 * CHUNK }, (_, i) => counts.make(shape, `k${i}`, policy.limit))
+    for (const counters of all) counters.at(0).count(1)
+    const inFlight = (all[2 * CHUNK - 1] as PolicyCounters).at(0)
+    for (const counters of all) counts.forget(counters)
+    expect(counts.windows.chunks).toBe(1)
+    expect(inFlight.stale).toBe(true)
+    // The reply lands: nothing throws, nothing is written.
+    inFlight.acknowledge(1, 0, 0, true)
+    inFlight.heard(50, 1, true, 100, 100)
+    inFlight.countExact(1)
+    inFlight.deny(true)
+    // A key made now takes a freed row; the late reply above left it at 0.
+    const fresh = counts.make(shape, 'new', policy.limit).at(0)
+    expect([fresh.global, fresh.sentAdmitted, fresh.deniedAnywhere]).toEqual([0, 0, false])
   })
 })

@@ -145,6 +145,11 @@ export class SyncLoop {
     this.#changedSince.push(now)
   }
 
+  /** Counters whose news did not reach Redis: the next sync carries them again (unless forgotten since). */
+  #retouch(counters: PolicyCounters): void {
+    if (!counters.stale) this.touch(counters, counters.usedAt)
+  }
+
   /** The timer starts with the first decision, never at import or construction; it never keeps a process alive. */
   start(): void {
     if (this.#timer !== undefined || this.#closed) return
@@ -278,7 +283,7 @@ export class SyncLoop {
     const abandon = (): void => {
       if (abandoned) return
       abandoned = true
-      for (const group of groups.slice(next)) for (const sent of group) this.touch(sent.counters, sent.counters.usedAt)
+      for (const group of groups.slice(next)) for (const { counters } of group) this.#retouch(counters)
       next = groups.length
     }
     return { done, abandon }
@@ -368,7 +373,9 @@ export class SyncLoop {
     this.#resendDue = false
     // Held news goes all together once any of it is due (or anything else is sent): a call then
     // carries many keys, rather than a call every interval for the one or two whose hold ended.
-    const holding = !all && changed.every((counters, i) => this.#holds(counters, since[i] as number, now))
+    // Counters forgotten since they changed have nothing to send: they hold nothing back.
+    const holding =
+      !all && changed.every((counters, i) => counters.stale || this.#holds(counters, since[i] as number, now))
     if (!holding) {
       this.#changed = []
       this.#changedSince = []
@@ -403,7 +410,10 @@ export class SyncLoop {
   }
 
   /** One call; on failure what it carried waits for the next sync again. */
-  async #send(group: Sent[], now: number): Promise<void> {
+  async #send(all: Sent[], now: number): Promise<void> {
+    // A big sync sends its calls a few at a time: a key may be forgotten before its call goes.
+    const group = all.filter(({ window }) => !window.stale)
+    if (group.length === 0) return
     const { keys, args } = syncCall(
       this.nodeId,
       group.map((sent) => ({ ...sent, redisKey: sent.window.redisKey, incarnation: sent.counters.incarnation })),
@@ -413,7 +423,7 @@ export class SyncLoop {
     try {
       reply = (await run(this.client, SYNC, keys, args)) as number[]
     } catch (error) {
-      for (const { counters } of group) if (!counters.stale) this.touch(counters, counters.usedAt)
+      for (const { counters } of group) this.#retouch(counters)
       throw error
     }
     const { serverTime, windows } = readSync(reply)
