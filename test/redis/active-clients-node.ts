@@ -14,35 +14,80 @@ process.on('unhandledRejection', (reason) => unhandled.push(String(reason)))
 
 const client = new Redis(url, { lazyConnect: false })
 client.on('error', () => {}) // reconnects by itself; the sync reports its own failures
-const sync = new RedisActiveClientsSync({ client, name, interval: Number(interval) })
+/**
+ * Each sync answered, as [started, ended] epoch ms, so the test reasons in syncs (whose timers a
+ * loaded machine runs late), not in milliseconds.
+ */
+const syncs: [number, number][] = []
+/** Per watched key, when the first sync after which this node had it ended (undefined: not yet). */
+const learned = new Map<string, number | undefined>()
+const sync = new RedisActiveClientsSync({
+  client,
+  name,
+  interval: Number(interval),
+  observe: (event) => {
+    if (event.type !== 'sync' || event.error !== undefined) return
+    const ended = Date.now()
+    syncs.push([ended - event.durationMs, ended])
+    for (const [key, at] of learned) if (at === undefined && clients.has(key)) learned.set(key, ended)
+  },
+})
 const adapter: Adapter<[string]> = { name: 'node', addressSource: 'key', address: (key) => key, status: () => 200 }
 const handler = createAdmissionHandler<[string], unknown>(
   { maxActive: Number(maxActive), capacity: 100_000, key: (key) => key, sync },
   adapter,
 )
 const { clients } = handler
+/**
+ * Ticks of a timer of the sync's interval, started just after the sync's (so late when it is late,
+ * on a loaded machine): what one call per interval is counted against.
+ */
+let ticks = 0
+setInterval(() => ticks++, Number(interval)).unref()
 
-/** Takes `ms` to make `count` requests from distinct new clients, in small batches. */
-async function load(count: number, ms: number, tag: string): Promise<number> {
+/** Whether `plan` answered without waiting for anything: a value, or a promise settled by the next macrotask. */
+async function answeredAtOnce(plan: unknown): Promise<boolean> {
+  if (!(plan instanceof Promise)) return true
+  let settled = false
+  plan.then(
+    () => {
+      settled = true
+    },
+    () => {
+      settled = true
+    },
+  )
+  await new Promise((resolve) => setImmediate(resolve))
+  return settled
+}
+
+/**
+ * Takes `ms` to make `count` requests from distinct new clients, in small batches; the slowest
+ * plan's time, and how many plans did not answer at once.
+ */
+async function load(count: number, ms: number, tag: string): Promise<{ slowest: number; waited: number }> {
   const started = performance.now()
   const batches = Math.max(1, Math.round(ms / 10))
   let slowest = 0
+  let waited = 0
   for (let b = 0; b < batches; b++) {
     const from = Math.floor((b * count) / batches)
     const to = Math.floor(((b + 1) * count) / batches)
     for (let i = from; i < to; i++) {
       const t = performance.now()
-      handler.plan(`${tag}-${i}`)
+      const plan = handler.plan(`${tag}-${i}`)
       slowest = Math.max(slowest, performance.now() - t)
+      if (plan instanceof Promise && !(await answeredAtOnce(plan))) waited++
     }
     const due = started + ((b + 1) * ms) / batches
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, due - performance.now())))
   }
-  return slowest
+  return { slowest, waited }
 }
 
 type Command =
   | { op: 'admit'; key: string }
+  | { op: 'watch'; key: string }
   | { op: 'add'; prefix: string; count: number }
   | { op: 'state'; key?: string }
   | { op: 'load'; count: number; ms: number; tag: string }
@@ -54,9 +99,16 @@ for await (const line of createInterface({ input: process.stdin })) {
   let answer: unknown
   if (command.op === 'admit') {
     const started = performance.now()
-    const plan = await handler.plan(command.key)
+    const planned = handler.plan(command.key)
+    // A client a plan admits is recorded by the time it returns: a sync started later sends it.
+    const at = Date.now()
+    const atOnce = await answeredAtOnce(planned)
+    const plan = await planned
     const ms = performance.now() - started
-    answer = plan.kind === 'skip' ? {} : { kind: plan.kind, state: plan.state, ms }
+    answer = plan.kind === 'skip' ? {} : { kind: plan.kind, state: plan.state, ms, atOnce, at }
+  } else if (command.op === 'watch') {
+    learned.set(command.key, clients.has(command.key) ? Date.now() : undefined)
+    answer = { has: clients.has(command.key) }
   } else if (command.op === 'add') {
     for (let i = 0; i < command.count; i++) clients.add(`${command.prefix}-${i}`)
     answer = { size: clients.size() }
@@ -66,10 +118,13 @@ for await (const line of createInterface({ input: process.stdin })) {
       has: command.key === undefined ? undefined : clients.has(command.key),
       throttling: handler.throttling,
       stats: sync.stats,
+      syncs,
+      ticks,
+      learned: Object.fromEntries(learned),
       unhandled,
     }
   } else if (command.op === 'load') {
-    answer = { slowest: await load(command.count, command.ms, command.tag) }
+    answer = await load(command.count, command.ms, command.tag)
   } else {
     await sync.close()
     client.disconnect()
