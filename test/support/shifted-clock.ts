@@ -33,15 +33,38 @@ export async function canShiftClocks(): Promise<boolean> {
  * clock is left alone.
  */
 export async function startShiftedRedis(): Promise<ShiftedRedis> {
-  const dir = await mkdtemp(join(tmpdir(), 'sluice-shifted-clock-'))
-  const shim = join(dir, 'shifted-clock.so')
+  const { dir, shim } = await buildShim()
   const file = join(dir, 'shift')
-  await run('cc', ['-shared', '-fPIC', '-O2', '-o', shim, fileURLToPath(new URL('./shifted-clock.c', import.meta.url))])
   await writeFile(file, '0')
   const server = await startRedisServer({ env: { LD_PRELOAD: shim, CLOCK_SHIFT_FILE: file } })
   return {
     server,
     shift: (ms) => writeFile(file, String(Math.round(ms))),
+    async stop() {
+      await server.stop()
+      await rm(dir, { recursive: true, force: true })
+    },
+  }
+}
+
+/** shifted-clock.c built with `cc` into a directory of its own. */
+async function buildShim(): Promise<{ dir: string; shim: string }> {
+  const dir = await mkdtemp(join(tmpdir(), 'sluice-shifted-clock-'))
+  const shim = join(dir, 'shifted-clock.so')
+  await run('cc', ['-shared', '-fPIC', '-O2', '-o', shim, fileURLToPath(new URL('./shifted-clock.c', import.meta.url))])
+  return { dir, shim }
+}
+
+/**
+ * Starts a redis-server whose wall clock stands still at the time it started (shifted-clock.c with
+ * `CLOCK_PINNED_MS`): `TIME` never moves and no key expires. For tests that drive Redis on a clock
+ * of their own (a store's `now`), which real time passing must not change.
+ */
+export async function startFrozenRedis(): Promise<{ server: RedisServer; stop(): Promise<void> }> {
+  const { dir, shim } = await buildShim()
+  const server = await startRedisServer({ env: { LD_PRELOAD: shim, CLOCK_PINNED_MS: String(Date.now()) } })
+  return {
+    server,
     async stop() {
       await server.stop()
       await rm(dir, { recursive: true, force: true })
