@@ -31,7 +31,7 @@
  * At this pace the warm-up holds only a few syncs, so V8 may still be optimising the sync's code
  * in the measured decisions (a few hundred instructions a decision on the 1 000-key rows).
  *
- *   pnpm bench:core-synced [--a <other worktree>] [--rounds 5] [--ops 300000] [--warm-ms 2000] [--only text]
+ *   pnpm bench:core-synced [--a <other worktree>] [--rounds 5] [--ops 300000] [--warm-ms 2000] [--only text+text]
  *   pnpm bench:core-synced --instructions [--a <other worktree>] [--ops 100000] [--warm 600000]
  */
 import { execFileSync } from 'node:child_process'
@@ -84,7 +84,12 @@ for (const keys of [1_000, 100_000]) {
     }
   }
 }
-const SELECTED = ROWS.filter((row) => row.name.includes(option('only', '')))
+/** `--only a+b`: the rows whose names hold every part. */
+const SELECTED = ROWS.filter((row) =>
+  option('only', '')
+    .split('+')
+    .every((part) => row.name.includes(part)),
+)
 
 /** Decisions made so far in this child: what `virtualNow` reads. */
 let decided = 0
@@ -306,6 +311,13 @@ async function measure(script: string, root: string, row: Row): Promise<Figures>
   }
 }
 
+/** `measure`, telling stderr each figure as it comes (a counted 100 000-key row takes minutes). */
+async function measureTold(script: string, root: string, row: Row): Promise<Figures> {
+  const figures = await measure(script, root, row)
+  process.stderr.write(`${row.name} (${root}): ${figures.ns.toFixed(0)}\n`)
+  return figures
+}
+
 /** The options a child takes from the parent's command line. */
 function passed(): string[] {
   const out: string[] = []
@@ -345,9 +357,9 @@ if (args.includes('--child')) {
       const sample = samples.get(row.name) as { a: Figures[]; b: Figures[] }
       const both = A !== undefined && row.synced
       // A then B in even rounds, B then A in odd ones: neither build always goes first.
-      if (both && round % 2 === 0) sample.a.push(await measure(script, A, row))
-      sample.b.push(await measure(script, B, row))
-      if (both && round % 2 === 1) sample.a.push(await measure(script, A, row))
+      if (both && round % 2 === 0) sample.a.push(await measureTold(script, A, row))
+      sample.b.push(await measureTold(script, B, row))
+      if (both && round % 2 === 1) sample.a.push(await measureTold(script, A, row))
     }
     process.stderr.write(`round ${round + 1}/${ROUNDS} done\n`)
   }
