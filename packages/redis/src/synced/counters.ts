@@ -864,7 +864,10 @@ export class PolicyCounters {
     }
     // Core reads the counts oldest first, the i-th sub-window back from `start` at depth - 1 - i.
     // The key's rows (newest first, a few) are walked down to the oldest the estimate reads, each
-    // put where its start is, rather than every place looking for its row.
+    // put where its start is, rather than every place looking for its row. An array made at its
+    // length, not push and reverse (V8 called the push builtin for each count read from the slab):
+    // bench:core-synced, SyncedStore sliding-window, 1 policy, 1000 keys, 12 018 → 10 668
+    // instructions a decision.
     const counts = new Array<number>(depth)
     for (let i = 0; i < depth; i++) counts[i] = 0
     const oldest = start - (depth - 1) * span
