@@ -71,3 +71,39 @@ describe('handles kept across an await (a call in flight)', () => {
     expect([fresh.global, fresh.sentAdmitted, fresh.deniedAnywhere]).toEqual([0, 0, false])
   })
 })
+
+describe('PolicyCounters.stateAt: a sliding window’s counts, oldest first', () => {
+  const sliding = parsePolicies([{ limit: 100, window: 1000, algorithm: 'sliding-window', precision: 4 }])
+    .policies[0] as Policy
+  const span = 250
+  const now = 1_800_000_000_100
+
+  function countersWith(counted: readonly [at: number, cost: number][]): PolicyCounters {
+    const counters = new Counts().make(new PolicyShape(sliding.id, sliding, () => 'k'), 'k', sliding.limit)
+    for (const [at, cost] of counted) counters.count(at, cost)
+    return counters
+  }
+
+  it('puts each sub-window’s count at its place, 0 where none was kept, and leaves out those the window passed', () => {
+    const counters = countersWith([
+      [now - 5 * span, 9],
+      [now - 4 * span, 7],
+      [now - 3 * span, 1],
+      [now - span, 2],
+      [now, 3],
+    ])
+    const start = counters.currentStart(now)
+    expect(counters.stateAt(now)).toEqual({ start, counts: [7, 1, 0, 2, 3] })
+    expect(counters.stateAt(now + span)).toEqual({ start: start + span, counts: [1, 0, 2, 3, 0] })
+  })
+
+  it('a clock stepped back within the window reads the counts where they are; farther back, none', () => {
+    const counters = countersWith([
+      [now - span, 2],
+      [now, 3],
+    ])
+    const start = counters.currentStart(now)
+    expect(counters.stateAt(now - 2 * span)).toEqual({ start, counts: [0, 0, 0, 2, 3] })
+    expect(counters.stateAt(now - 5 * span)).toEqual({ start: start - 5 * span, counts: [0, 0, 0, 0, 0] })
+  })
+})

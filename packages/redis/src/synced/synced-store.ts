@@ -174,7 +174,11 @@ export class SyncedStore implements Store {
     if (!this.#fleet.hot.stale(local, this.interval) || this.#loop.degradedAt(local)) return false
     const now = this.#clock.at(local)
     const counters = entry?.counters ?? this.#countersIn(key, set)
-    return counters.some((c) => c === undefined || !c.heardIn(now))
+    for (let i = 0; i < counters.length; i++) {
+      const c = counters[i]
+      if (c === undefined || !c.heardIn(now)) return true
+    }
+    return false
   }
 
   #decide(
