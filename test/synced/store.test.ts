@@ -125,24 +125,27 @@ describe.skipIf(!redis).each(CLIENTS)('SyncedStore on one Redis (stores as nodes
   })
 
   it('a decision right after a timer that fired seconds late (a starved process) counts the stall as lag: a key near its limit goes exact', async () => {
-    // The sync timer fires when the test says (setInterval is faked), on the injected clock.
+    // The sync timer fires when the test says (setInterval is faked, interval 50 ms), on the injected clock.
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] })
     try {
       const set = parsePolicies({ limit: 100, window: '1m', algorithm: 'fixed-window' })
-      let now = Math.ceil(T / 60_000) * 60_000 + 5000
+      let now = Math.ceil(T / 60_000) * 60_000
       const [a, b] = (await nodes(2, { exactAbove: 0.8, now: () => now })) as [SyncedStore, SyncedStore]
       b.consume('other', set, 1)
       await b.flush()
       await a.consume('k', set, 1)
+      // 5 s on, with the timer on time (the lag a first jump makes decays tick by tick).
+      now += 5000
+      vi.advanceTimersByTime(50 * 100)
       await a.flush() // a hears of b (two live nodes) and Redis has answered for 'k'
       expect(a.liveNodes).toBe(2)
-      // 50 of 100 asked 5 s into the window (10 a second): local, far below 0.8 of the limit.
-      for (let i = 1; i < 50; i++) expect(isThenable(a.consume('k', set, 1) as never)).toBe(false)
+      // 56 of 100 asked over 5 s (about 11 a second), heard just now: local, below 0.8 of the limit.
+      for (let i = 1; i < 56; i++) expect(isThenable(a.consume('k', set, 1) as never)).toBe(false)
       await a.flush()
-      // The process stalls 2 s; its sync timer fires first, then the backlog is decided. The
-      // other node may have counted 10 a second over the stall and as long again before it (its
-      // timers ran that late too, so its news was that old): 50 + 40 is above 80, exact. Without
-      // the stall counted, 50 + 20: local.
+      // The process stalls 2 s; its sync timer fires first, then the backlog is decided. The other
+      // node may have counted 8 a second (57 over 7 s) over the stall and as long again before it
+      // (its timers ran that late too, so its news was that old): 57 + 32 is above 80, exact.
+      // Without the stall counted as lag, 57 + 17: local.
       now += 2000
       vi.advanceTimersByTime(50)
       const afterStall = a.consume('k', set, 1)
