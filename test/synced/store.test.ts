@@ -3,7 +3,7 @@ import { isThenable } from '@sluice/core/adapter'
 import type { Outcome } from '@sluice/core/store'
 import { type RedisClient, SyncedStore } from '@sluice/redis'
 import { Redis } from 'ioredis'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { CLIENTS, type TestClient } from '../support/clients.js'
 import { findRedis, freePort, type RedisServer, uniquePrefix } from '../support/redis.js'
 import { allowed } from '../support/synced.js'
@@ -122,6 +122,39 @@ describe.skipIf(!redis).each(CLIENTS)('SyncedStore on one Redis (stores as nodes
     const warm = firstExact('warm')
     expect(cold).toBeLessThan(warm)
     await Promise.all([a.close(), b.close()])
+  })
+
+  it('a decision right after a timer that fired seconds late (a starved process) counts the stall as lag: a key near its limit goes exact', async () => {
+    // The sync timer fires when the test says (setInterval is faked, interval 50 ms), on the injected clock.
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] })
+    try {
+      const set = parsePolicies({ limit: 100, window: '1m', algorithm: 'fixed-window' })
+      let now = Math.ceil(T / 60_000) * 60_000
+      const [a, b] = (await nodes(2, { exactAbove: 0.8, now: () => now })) as [SyncedStore, SyncedStore]
+      b.consume('other', set, 1)
+      await b.flush()
+      await a.consume('k', set, 1)
+      // 5 s on, with the timer on time (the lag a first jump makes decays tick by tick).
+      now += 5000
+      vi.advanceTimersByTime(50 * 100)
+      await a.flush() // a hears of b (two live nodes) and Redis has answered for 'k'
+      expect(a.liveNodes).toBe(2)
+      // 56 of 100 asked over 5 s (about 11 a second), heard just now: local, below 0.8 of the limit.
+      for (let i = 1; i < 56; i++) expect(isThenable(a.consume('k', set, 1) as never)).toBe(false)
+      await a.flush()
+      // The process stalls 2 s; its sync timer fires first, then the backlog is decided. The other
+      // node may have counted 8 a second (57 over 7 s) over the stall and as long again before it
+      // (its timers ran that late too, so its news was that old): 57 + 32 is above 80, exact.
+      // Without the stall counted as lag, 57 + 17: local.
+      now += 2000
+      vi.advanceTimersByTime(50)
+      const afterStall = a.consume('k', set, 1)
+      expect(isThenable(afterStall as never)).toBe(true)
+      expect(allowed(await afterStall)).toBe(true)
+      await Promise.all([a.close(), b.close()])
+    } finally {
+      vi.useRealTimers()
+    }
   })
 
   it('decides exactly (a promise, one script call) from exactAbove of the limit, counting in the same hash', async () => {

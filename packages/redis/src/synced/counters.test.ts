@@ -107,3 +107,30 @@ describe('PolicyCounters.stateAt: a sliding window’s counts, oldest first', ()
     expect(counters.stateAt(now - 5 * span)).toEqual({ start: start - 5 * span, counts: [0, 0, 0, 0, 0] })
   })
 })
+
+describe('PolicyCounters.unseen: what the other nodes probably added unheard', () => {
+  const fixed = parsePolicies([{ limit: 100, window: '1m', algorithm: 'fixed-window' }]).policies[0] as Policy
+  const shape = new PolicyShape(fixed.id, fixed, () => 'k')
+  /** A key asked `count` times here, evenly from `from` to `to` (window time; its window is [0, 60 000)). */
+  const askedFrom = (from: number, to: number, count: number): PolicyCounters => {
+    const counters = new Counts().make(shape, 'k', fixed.limit)
+    for (let i = 0; i < count; i++) counters.ask(from + ((to - from) * i) / (count - 1), 1)
+    return counters
+  }
+
+  it('projects this node’s rate from the key’s first request here, not from the window’s start', () => {
+    // 30 asked over the last 2 s of 50, heard just now: 15 a second over 2 intervals, not 0.6 (30 ÷ 50 s).
+    const busyLately = askedFrom(48_000, 50_000, 30)
+    busyLately.at(0).heard(30, 0, false, 50_000, 100)
+    expect(busyLately.unseen(50_000, 2, 100, 0)).toBeCloseTo(15 * 0.2, 1)
+    // Never heard: the others added about what this node was asked since its first request (2 s), not over the window's 50 s.
+    expect(askedFrom(48_000, 50_000, 30).unseen(50_000, 2, 100, 0)).toBeCloseTo(15 * (0.1 + 2), 1)
+  })
+
+  it('a key asked once, on a machine whose timers run 2 s late, projects about one request, not one an interval', () => {
+    const once = new Counts().make(shape, 'k', fixed.limit)
+    once.ask(50_000, 1)
+    // One over 2.1 s (the interval and the lag), over the interval and the lag and an interval.
+    expect(once.unseen(50_000, 2, 100, 2000)).toBeCloseTo(2.2 / 2.1, 2)
+  })
+})

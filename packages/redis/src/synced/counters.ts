@@ -30,6 +30,7 @@ const LIMIT = 0
 const USED_AT = 1
 const LAST_ASKED = 2
 const LAST_ASKED_START = 3
+const FIRST_ASKED_AT = 4
 const NEWEST = 0
 const INCARNATION = 1
 const HOLDERS = 2
@@ -69,7 +70,7 @@ class OthersGrowth {
  */
 export class Counts {
   readonly windows = new Slab({ floats: 8, ints: 1, bytes: 1 })
-  readonly rows = new Slab({ floats: 4, ints: 3, bytes: 1 })
+  readonly rows = new Slab({ floats: 5, ints: 3, bytes: 1 })
   readonly #rarer = new Map<number, Rarer>()
   readonly #others = new Map<number, OthersGrowth>()
 
@@ -80,6 +81,7 @@ export class Counts {
     rows.setF(row, LIMIT, limit)
     rows.setF(row, USED_AT, Number.NEGATIVE_INFINITY)
     rows.setF(row, LAST_ASKED_START, Number.NEGATIVE_INFINITY)
+    rows.setF(row, FIRST_ASKED_AT, Number.POSITIVE_INFINITY)
     rows.setI(row, NEWEST, NONE)
     rows.setI(row, INCARNATION, incarnation)
     return new PolicyCounters(this, row, shape, key)
@@ -610,6 +612,7 @@ export class PolicyCounters {
   /** A decision here at `now` asked for `cost` units, admitted or not. */
   ask(now: number, cost: number): void {
     this.counts.ask(this.#made(this.currentStart(now)), cost)
+    if (now < this.#rows.f(this.row, FIRST_ASKED_AT)) this.#rows.setF(this.row, FIRST_ASKED_AT, now)
   }
 
   /** A local decision at `now` admitted `cost` units. */
@@ -684,14 +687,26 @@ export class PolicyCounters {
     const current = this.#rowAt(start)
     const previous = this.#rowAt(start - span)
     const asked = current === NONE ? 0 : w.f(current, ASKED)
-    const elapsed = now - start
-    let rate: number
-    if (previous !== NONE) rate = (asked + w.f(previous, ASKED)) / (elapsed + span)
-    else if (this.#rows.f(this.row, LAST_ASKED_START) >= start - 2 * span)
-      rate = (asked + this.#rows.f(this.row, LAST_ASKED)) / (elapsed + span)
-    // No history: the rate so far in this sub-window, over at least an interval.
-    else rate = asked / Math.max(elapsed, interval)
-    const since = now - Math.max(current === NONE ? start : w.f(current, HEARD_AT), start)
+    // This node's offered rate over the last sub-window and this one (this one alone with no
+    // history), from the key's first request here when that came later: a key that turned busy
+    // mid-window is not averaged over the quiet time before (15 a second begun 8 s into a 10 s
+    // window read as 3, and each node admitted locally what the other had).
+    let total = asked
+    let from = start
+    if (previous !== NONE) {
+      total += w.f(previous, ASKED)
+      from -= span
+    } else if (this.#rows.f(this.row, LAST_ASKED_START) >= start - 2 * span) {
+      total += this.#rows.f(this.row, LAST_ASKED)
+      from -= span
+    }
+    const firstAsked = this.#rows.f(this.row, FIRST_ASKED_AT)
+    // Over at least an interval and the lag: a starved process decides its requests in bursts, and
+    // a burst's rate is not its traffic's (a key asked once would read as one an interval).
+    const rate = total / Math.max(now - Math.max(from, firstAsked), interval + lag)
+    // Never heard in this sub-window: the others' unseen time begins with their traffic, as this
+    // node's did (a balancer spreads it), not with the sub-window.
+    const since = now - Math.max(current === NONE ? start : w.f(current, HEARD_AT), start, firstAsked)
     const staleness = interval + lag + Math.max(interval, since)
     const byRate = (liveNodes - 1) * rate * staleness
     const byGrowth = (current === NONE ? 0 : (this.counts.othersOf(current)?.rate ?? 0)) * staleness

@@ -18,6 +18,13 @@ const MAX_KEYS_PER_CALL = 1000
  */
 const MAX_KEYS_IN_FLIGHT = 4 * MAX_KEYS_PER_CALL
 const MAX_BACKOFF_MS = 5000
+/**
+ * The most one late tick counts as lag: a starved process's timers run seconds late, and the
+ * backlog it decides after the stall is as stale as that; a longer gap is a sleep or a pause (a
+ * laptop's lid, a debugger), and with the lag decaying by a tenth a tick it would make busy keys
+ * exact for long after.
+ */
+const MAX_LAG_MS = 5000
 /** The least time a sync may go without any reply before it counts as failed (5 intervals when longer). */
 export const SYNC_TIMEOUT_MS = 2000
 
@@ -186,9 +193,10 @@ export class SyncLoop {
 
   readonly #tick = (): void => {
     const local = this.clock.local()
-    const gap = local - this.#lastTick
+    // The first tick has no gap before it: the timer started with the first decision.
+    const late = this.#lastTick === Number.NEGATIVE_INFINITY ? 0 : local - this.#lastTick - this.interval
     this.#lastTick = local
-    if (gap < 10 * this.interval) this.#lag = Math.max(gap - this.interval, this.#lag * 0.9, 0)
+    this.#lag = Math.max(Math.min(late, MAX_LAG_MS), this.#lag * 0.9, 0)
     // A stepped wall clock: the offset to Redis is measured again by this very sync's heartbeat.
     if (this.clock.checkStep()) this.#measureNow = true
     if (this.#closed || this.#syncing !== undefined) return
