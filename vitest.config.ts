@@ -5,9 +5,7 @@ import { configDefaults, defineConfig } from 'vitest/config'
  * stopped or stalled (which mostly wait), heap and key bounds, a few light app processes (a
  * decision every few ms), two at a time (PAIRED); overshoot, convergence and waits with several
  * processes saturating the CPU, and the fault suite's tight bounds on waits, one at a time
- * (ALONE). Everything else waits mostly on Redis, workerd and child processes: three files at a time
- * (most of them use a fifth to a third of a core over their run, e.g. synced/bucket-faults 5 s of CPU
- * in 22 s, synced/big-sync 4 s in 14 s: two at a time left the cores idle for much of the group).
+ * (ALONE). Everything else waits mostly on Redis, workerd and child processes: two files at a time.
  * The packages' own unit tests (no Redis, no processes) share their workers' modules (UNIT): loading
  * core afresh for each of them cost about a second a file, more than most of them take to run. So a
  * unit test of something said once per process loads its modules afresh (`vi.resetModules()`).
@@ -38,15 +36,14 @@ export default defineConfig({
           name: 'parallel',
           include: ['test/**/*.test.ts'],
           exclude: [...configDefaults.exclude, ...PAIRED, ...ALONE],
-          maxWorkers: 3,
+          maxWorkers: 2,
           sequence: { groupOrder: 0 },
         },
       },
-      // Same group as 'parallel' (its workers: a group's projects have one maxWorkers), run after it:
-      // vitest orders a group's projects by name.
+      // Same group as 'parallel' (its two workers), run after it: vitest orders a group's projects by name.
       {
         extends: true,
-        test: { name: 'unit', include: UNIT, isolate: false, maxWorkers: 3, sequence: { groupOrder: 0 } },
+        test: { name: 'unit', include: UNIT, isolate: false, maxWorkers: 2, sequence: { groupOrder: 0 } },
       },
       { extends: true, test: { name: 'paired', include: PAIRED, maxWorkers: 2, sequence: { groupOrder: 1 } } },
       { extends: true, test: { name: 'alone', include: ALONE, maxWorkers: 1, sequence: { groupOrder: 2 } } },
