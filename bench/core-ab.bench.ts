@@ -23,11 +23,10 @@
  * `--only <text>` runs the rows whose names hold it.
  */
 import { execFileSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { buildSync } from 'esbuild'
+import { underCallgrind } from './callgrind.js'
 
 const args = process.argv.slice(2)
 const option = (name: string, fallback: string) => {
@@ -133,35 +132,12 @@ async function countedRow(dist: string, row: string): Promise<void> {
 }
 
 function instructions(script: string, dist: string, row: string): number {
-  const dir = mkdtempSync(join(tmpdir(), 'sluice-core-ab-'))
-  try {
-    execFileSync(
-      'valgrind',
-      [
-        '--tool=callgrind',
-        '--smc-check=all-non-file',
-        '--separate-threads=yes',
-        // Instrumented from the measured decisions on: the warm-up runs several times faster.
-        '--instr-atstart=no',
-        `--callgrind-out-file=${join(dir, 'out')}`,
-        process.execPath,
-        '--single-threaded',
-        '--expose-gc',
-        '--hash-seed=1',
-        '--random-seed=1',
-        script,
-        ...['--a', A, '--b', B, '--ops', String(OPS), '--warm', String(WARM)],
-        ...['--row', row, '--dist', dist, '--counting'],
-      ],
-      { stdio: 'ignore' },
-    )
-    const dump = readFileSync(join(dir, 'out.1-01'), 'utf8')
-    const events = /^events: (.+)$/m.exec(dump)?.[1]?.split(' ') ?? []
-    const summary = /^summary: (.+)$/m.exec(dump)?.[1]?.split(' ').map(Number) ?? []
-    return (summary[events.indexOf('Ir')] as number) / OPS
-  } finally {
-    rmSync(dir, { recursive: true, force: true })
-  }
+  const { instructions: counted } = underCallgrind([
+    script,
+    ...['--a', A, '--b', B, '--ops', String(OPS), '--warm', String(WARM)],
+    ...['--row', row, '--dist', dist, '--counting'],
+  ])
+  return counted / OPS
 }
 
 if (COUNTING) {

@@ -35,12 +35,12 @@
  *   pnpm bench:core-synced --instructions [--a <other worktree>] [--ops 100000] [--warm 600000]
  */
 import { execFileSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { rmSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { buildSync } from 'esbuild'
 import { Redis } from 'ioredis'
+import { underCallgrind } from './callgrind.js'
 
 const args = process.argv.slice(2)
 const option = (name: string, fallback: string) => {
@@ -278,34 +278,9 @@ async function measure(script: string, root: string, row: Row): Promise<Figures>
       const output = execFileSync(process.execPath, ['--expose-gc', ...childArgs], { encoding: 'utf8' })
       return JSON.parse(output.trim().split('\n').pop() as string) as Figures
     }
-    const dir = mkdtempSync(join(tmpdir(), 'sluice-core-synced-'))
-    try {
-      const output = execFileSync(
-        'valgrind',
-        [
-          '--tool=callgrind',
-          '--smc-check=all-non-file',
-          '--separate-threads=yes',
-          '--instr-atstart=no',
-          `--callgrind-out-file=${join(dir, 'out')}`,
-          process.execPath,
-          '--single-threaded',
-          '--expose-gc',
-          '--hash-seed=1',
-          '--random-seed=1',
-          ...childArgs,
-          '--counting',
-        ],
-        { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] },
-      )
-      const figures = JSON.parse(output.trim().split('\n').pop() as string) as Figures
-      const dump = readFileSync(join(dir, 'out.1-01'), 'utf8')
-      const events = /^events: (.+)$/m.exec(dump)?.[1]?.split(' ') ?? []
-      const summary = /^summary: (.+)$/m.exec(dump)?.[1]?.split(' ').map(Number) ?? []
-      return { ...figures, ns: (summary[events.indexOf('Ir')] as number) / OPS }
-    } finally {
-      rmSync(dir, { recursive: true, force: true })
-    }
+    const { stdout, instructions } = underCallgrind([...childArgs, '--counting'])
+    const figures = JSON.parse(stdout.trim().split('\n').pop() as string) as Figures
+    return { ...figures, ns: instructions / OPS }
   } finally {
     if (row.synced) await sweep(prefix)
   }
