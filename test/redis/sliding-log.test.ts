@@ -49,6 +49,9 @@ describe.skipIf(!(await privateRedisAvailable()))(
       client = new Redis(server.port)
       admin = new Redis(server.port)
       watcher = new Redis(server.port)
+      // Every other connection ready first (each sends INFO as it connects): ioredis reads a MONITOR
+      // line that comes in the same packet as MONITOR's OK as a reply to no command, and throws.
+      await Promise.all([client.ping(), admin.ping(), watcher.ping()])
       monitor = await watcher.monitor()
       monitor.on('monitor', (_time: string, args: string[], source: string) => {
         if (source !== 'lua') return
